@@ -1,0 +1,122 @@
+package engine
+
+import (
+	"context"
+	"time"
+)
+
+// EventKind names a step of a run's event stream.
+type EventKind string
+
+// The kinds of event a run records. Together they are the audit record of the
+// run and what the run page shows.
+const (
+	// EventPrompt is the user's prompt; it opens every run.
+	EventPrompt EventKind = "prompt"
+	// EventModelTurn is one assistant message with its usage and duration.
+	EventModelTurn EventKind = "model_turn"
+	// EventToolStarted is committed before a tool runs. For a tool that
+	// requires approval it is the fence that keeps side effects at most once.
+	EventToolStarted EventKind = "tool_started"
+	// EventToolFinished carries a tool's result or error, or the answer the
+	// loop gave in its place (denied, not permitted, bad arguments).
+	EventToolFinished EventKind = "tool_finished"
+	// EventSuspended says the run waits for approval of the pending calls.
+	EventSuspended EventKind = "suspended"
+	// EventDecision is a person's approval or denial of a suspended turn.
+	EventDecision EventKind = "decision"
+	// EventFinished ends a run that completed or hit its iteration limit.
+	EventFinished EventKind = "finished"
+	// EventFailed ends a run that failed or was cancelled.
+	EventFailed EventKind = "failed"
+)
+
+// Decision values carried by EventDecision.
+const (
+	DecisionApprove = "approve"
+	DecisionDeny    = "deny"
+)
+
+// Event is one step of a run. Only the fields of its kind are set; it
+// encodes to JSON as the payload of the stored event.
+type Event struct {
+	Kind EventKind `json:"kind"`
+	At   time.Time `json:"at"`
+
+	// Prompt and model turn.
+	Text       string     `json:"text,omitempty"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	Usage      *Usage     `json:"usage,omitempty"`
+	Iteration  int        `json:"iteration,omitempty"`
+	DurationMS int64      `json:"duration_ms,omitempty"`
+
+	// Tool started and finished. Write marks a tool that requires approval;
+	// Outcome says why a call was answered without running it.
+	Call    *ToolCall `json:"call,omitempty"`
+	Write   bool      `json:"write,omitempty"`
+	Result  string    `json:"result,omitempty"`
+	IsError bool      `json:"is_error,omitempty"`
+	Outcome Outcome   `json:"outcome,omitempty"`
+
+	// Suspended.
+	Pending  []ToolCall `json:"pending,omitempty"`
+	Previews []Preview  `json:"previews,omitempty"`
+	Digest   string     `json:"digest,omitempty"`
+
+	// Decision.
+	Decision string `json:"decision,omitempty"`
+	By       string `json:"by,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+
+	// Finished and failed.
+	Termination Termination `json:"termination,omitempty"`
+	Error       string      `json:"error,omitempty"`
+	Totals      *Totals     `json:"totals,omitempty"`
+}
+
+// Outcome classifies how a tool call was answered.
+type Outcome string
+
+// Outcomes of a tool call.
+const (
+	OutcomeOK           Outcome = "ok"
+	OutcomeToolError    Outcome = "tool_error"
+	OutcomeUnknownTool  Outcome = "unknown_tool"
+	OutcomeBadArguments Outcome = "bad_arguments"
+	OutcomeDenied       Outcome = "denied"
+	OutcomeNotPermitted Outcome = "not_permitted"
+)
+
+// Totals are the counters of a whole run, across every suspension.
+type Totals struct {
+	Iterations int   `json:"iterations"`
+	Usage      Usage `json:"usage"`
+}
+
+// Recorder receives every step of a run. An error from Record stops the
+// loop: a step that cannot be recorded must not be taken, above all a write
+// whose tool_started event was not committed.
+type Recorder interface {
+	Record(ctx context.Context, ev Event) error
+}
+
+// RecorderFunc adapts a function to the Recorder interface.
+type RecorderFunc func(ctx context.Context, ev Event) error
+
+// Record calls f.
+func (f RecorderFunc) Record(ctx context.Context, ev Event) error { return f(ctx, ev) }
+
+// Termination is why a run ended.
+type Termination string
+
+// Termination reasons.
+const (
+	TermCompleted        Termination = "completed"
+	TermMaxIterations    Termination = "max_iterations"
+	TermModelError       Termination = "model_error"
+	TermToolError        Termination = "tool_error"
+	TermCancelled        Termination = "cancelled"
+	TermInterrupted      Termination = "interrupted_during_write"
+	TermRetriesExhausted Termination = "retries_exhausted"
+	TermStateError       Termination = "state_error"
+)

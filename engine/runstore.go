@@ -1,0 +1,158 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Status is where a durable run stands.
+type Status string
+
+// Run statuses. Completed, failed and cancelled are terminal.
+const (
+	StatusQueued    Status = "queued"
+	StatusRunning   Status = "running"
+	StatusWaiting   Status = "waiting_for_approval"
+	StatusCompleted Status = "completed"
+	StatusFailed    Status = "failed"
+	StatusCancelled Status = "cancelled"
+)
+
+// Terminal reports whether s is a final status.
+func (s Status) Terminal() bool {
+	return s == StatusCompleted || s == StatusFailed || s == StatusCancelled
+}
+
+// NewRun is what starting a run needs.
+type NewRun struct {
+	Agent       string
+	Model       string
+	Prompt      string
+	InitiatedBy string
+}
+
+// Run is a durable run as stored.
+type Run struct {
+	ID              string
+	Agent           string
+	Model           string
+	Prompt          string
+	Status          Status
+	InitiatedBy     string
+	Iterations      int
+	Usage           Usage
+	Termination     Termination
+	Error           string
+	PendingDigest   string
+	ClaimedBy       string
+	LeaseExpiresAt  time.Time // zero when no lease is held
+	Attempts        int       // how many times a worker acquired the run
+	CancelRequested bool
+	CreatedAt       time.Time
+	StartedAt       time.Time // zero until first started
+	UpdatedAt       time.Time
+	FinishedAt      time.Time // zero until terminal
+}
+
+// RecordedEvent is an event as stored, with its place in the run's stream.
+type RecordedEvent struct {
+	RunID string
+	Seq   int64
+	Event Event
+}
+
+// Finish is how a run ends.
+type Finish struct {
+	Status      Status // completed, failed or cancelled
+	Termination Termination
+	Error       string
+	Totals      Totals
+	Event       Event // the finished or failed event, appended in the same transaction
+	Now         time.Time
+}
+
+// Claim is a decision's atomic take-over of a waiting run.
+type Claim struct {
+	Digest     string // must equal the run's pending digest
+	Owner      string // worker that will resume the run
+	LeaseUntil time.Time
+	Event      Event // the decision event, appended in the same transaction
+	Now        time.Time
+}
+
+// RunStore persists durable runs and their events. Every status transition is
+// one conditional update that changes exactly one row or fails with a typed
+// error: ErrRunNotFound, *DecidedError, ErrStaleTurn, ErrRunTerminal or
+// ErrLeaseLost.
+type RunStore interface {
+	// CreateRun stores a queued run and its prompt event (seq 1).
+	CreateRun(ctx context.Context, r NewRun, prompt Event, now time.Time) (Run, error)
+	// Run returns one run or ErrRunNotFound.
+	Run(ctx context.Context, id string) (Run, error)
+	// AcquireRun makes owner the worker of a queued run, or of a running run
+	// whose lease expired before now: status running, a fresh lease, attempts
+	// incremented. It fails with ErrLeaseLost when the run is in neither state.
+	AcquireRun(ctx context.Context, id, owner string, now, leaseUntil time.Time) (Run, error)
+	// AppendEvent appends ev while owner holds the run (status running,
+	// claimed by owner) and renews the lease. It returns the new seq and
+	// whether a cancel was requested; ErrLeaseLost when owner no longer
+	// holds the run.
+	AppendEvent(ctx context.Context, id, owner string, ev Event, leaseUntil time.Time) (seq int64, cancelRequested bool, err error)
+	// RenewLease sets the lease of a run owner holds (status running, claimed
+	// by owner) to until, and reports whether a cancel was requested;
+	// ErrLeaseLost when owner no longer holds the run. A lease renewed to now
+	// expires it at once (used at shutdown so the next start carries on).
+	RenewLease(ctx context.Context, id, owner string, until time.Time) (cancelRequested bool, err error)
+	// SuspendRun moves running -> waiting_for_approval for owner, stores the
+	// encoded state and its digest, drops the lease and appends ev.
+	SuspendRun(ctx context.Context, id, owner string, state []byte, digest string, ev Event, now time.Time) error
+	// SuspendedState returns the stored state of a waiting run.
+	SuspendedState(ctx context.Context, id string) ([]byte, error)
+	// ClaimRun moves waiting_for_approval -> running when the digest matches,
+	// sets owner and lease, appends the decision event, and returns the
+	// stored state. Losers get *DecidedError, ErrStaleTurn or ErrRunTerminal.
+	ClaimRun(ctx context.Context, id string, c Claim) ([]byte, error)
+	// ReleaseRun hands a claimed run back: running -> waiting_for_approval,
+	// with its state untouched, appending ev (why it was handed back).
+	ReleaseRun(ctx context.Context, id, owner string, ev Event, now time.Time) error
+	// FinishRun moves a non-terminal run to a terminal status, writes the
+	// totals, clears state and lease and appends f.Event. An owner of "" may
+	// finish a run that no worker holds (queued or waiting); otherwise the
+	// run must be running and held by owner. A terminal run is never
+	// finished again: ErrRunTerminal.
+	FinishRun(ctx context.Context, id, owner string, f Finish) error
+	// RequestCancel cancels a queued or waiting run at once (appending ev)
+	// and returns cancelled=true; for a running run it sets the cancel flag
+	// that the worker sees at its next step and returns cancelled=false.
+	RequestCancel(ctx context.Context, id string, ev Event, now time.Time) (cancelled bool, err error)
+	// ExpiredRuns lists running runs whose lease expired before now.
+	ExpiredRuns(ctx context.Context, now time.Time, limit int) ([]Run, error)
+	// QueuedRuns lists queued runs, oldest first.
+	QueuedRuns(ctx context.Context, limit int) ([]Run, error)
+	// Events returns up to limit events with seq > after, in order.
+	Events(ctx context.Context, id string, after int64, limit int) ([]RecordedEvent, error)
+}
+
+// Errors of durable runs.
+var (
+	ErrRunNotFound = errors.New("run not found")
+	ErrRunTerminal = errors.New("run has already ended")
+	ErrLeaseLost   = errors.New("run is no longer held by this worker")
+	ErrNotWaiting  = errors.New("run is not waiting for approval")
+)
+
+// DecidedError says a waiting turn was already decided, by whom and when.
+type DecidedError struct {
+	By  string
+	At  time.Time
+	Dec string // approve or deny
+}
+
+func (e *DecidedError) Error() string {
+	if e.By == "" {
+		return "turn already decided"
+	}
+	return fmt.Sprintf("turn already decided: %s by %s at %s", e.Dec, e.By, e.At.UTC().Format(time.RFC3339))
+}

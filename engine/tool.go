@@ -1,0 +1,57 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Tool is something a model may call. Schema is the JSON Schema of the
+// arguments; Call receives arguments that are valid JSON and returns the
+// result text the model sees. A returned error becomes an error result.
+type Tool interface {
+	Name() string
+	Description() string
+	Schema() json.RawMessage
+	Call(ctx context.Context, args json.RawMessage) (string, error)
+}
+
+// RequiresApproval is implemented by tools whose calls have side effects. The
+// loop finds it by type assertion: a turn that calls such a tool runs none of
+// its calls until a person approves the turn.
+type RequiresApproval interface {
+	RequiresApproval()
+}
+
+// Previewer is implemented by tools that can say, before they run, what a call
+// would do: a few lines such as a diff. Previews are computed when a run
+// suspends and shown to the approver.
+type Previewer interface {
+	Preview(ctx context.Context, args json.RawMessage) ([]string, error)
+}
+
+// NeedsApproval reports whether calls of t wait for a person's approval.
+func NeedsApproval(t Tool) bool {
+	_, ok := t.(RequiresApproval)
+	return ok
+}
+
+// Agent is a named configuration of the loop: its instructions, the tools it
+// offers and its limits. Agents are presets the operator picks from.
+type Agent struct {
+	// Name is the stable identifier stored with each run.
+	Name string
+	// Title and Description are shown in the playground.
+	Title       string
+	Description string
+	// Instructions are added to the transcript after the system prompt.
+	Instructions string
+	// Tools are the tools offered to the model.
+	Tools []Tool
+	// MaxIterations bounds the model calls of one run; zero means the default.
+	MaxIterations int
+	// SecondApprover (four-eyes) forbids the initiator of a run from
+	// approving its calls; the initiator may still deny.
+	SecondApprover bool
+	// Examples are prompts the playground offers one click away.
+	Examples []string
+}

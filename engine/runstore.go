@@ -50,6 +50,7 @@ type Run struct {
 	LeaseExpiresAt  time.Time // zero when no lease is held
 	Attempts        int       // how many times a worker acquired the run
 	CancelRequested bool
+	LastSeq         int64 // seq of the run's last event
 	CreatedAt       time.Time
 	StartedAt       time.Time // zero until first started
 	UpdatedAt       time.Time

@@ -1,0 +1,399 @@
+// Command countersign serves the countersign playground: AI agents whose
+// side-effecting tool calls wait for a person's approval.
+//
+// Usage:
+//
+//	countersign [serve]                      start the server (the default)
+//	countersign migrate                      apply database migrations and exit
+//	countersign user add NAME ROLE           add a user; the password is read from
+//	                                         COUNTERSIGN_PASSWORD or generated and printed
+//	countersign user list                    list users
+//	countersign user disable NAME            disable a user
+//
+// Configuration comes from COUNTERSIGN_* environment variables; see README.md.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"countersign/engine"
+	"countersign/engine/models/demo"
+	"countersign/engine/tools"
+	"countersign/static"
+	"countersign/store"
+	"countersign/web"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args, os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "countersign:", err)
+		os.Exit(1)
+	}
+}
+
+// config is everything countersign reads from its environment.
+type config struct {
+	addr       string
+	dbPath     string
+	sessionKey string
+	retention  time.Duration
+	workers    int
+	fourEyes   bool
+	lease      time.Duration
+	logLevel   slog.Level
+}
+
+// loadConfig reads the COUNTERSIGN_* variables, with defaults that serve a
+// demo on one machine.
+func loadConfig(getenv func(string) string) (config, error) {
+	c := config{
+		addr:      ":8080",
+		dbPath:    "./data/countersign.db",
+		retention: 30 * 24 * time.Hour,
+		workers:   4,
+		lease:     30 * time.Second,
+	}
+	str := func(key string, dst *string) {
+		if v := getenv(key); v != "" {
+			*dst = v
+		}
+	}
+	str("COUNTERSIGN_ADDR", &c.addr)
+	str("COUNTERSIGN_DB", &c.dbPath)
+	str("COUNTERSIGN_SESSION_KEY", &c.sessionKey)
+	if v := getenv("COUNTERSIGN_RETENTION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return c, fmt.Errorf("COUNTERSIGN_RETENTION: want a positive duration such as 720h, got %q", v)
+		}
+		c.retention = d
+	}
+	if v := getenv("COUNTERSIGN_WORKERS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 256 {
+			return c, fmt.Errorf("COUNTERSIGN_WORKERS: want 1 to 256, got %q", v)
+		}
+		c.workers = n
+	}
+	if v := getenv("COUNTERSIGN_FOUR_EYES"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return c, fmt.Errorf("COUNTERSIGN_FOUR_EYES: want true or false, got %q", v)
+		}
+		c.fourEyes = b
+	}
+	if v := getenv("COUNTERSIGN_LEASE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			return c, fmt.Errorf("COUNTERSIGN_LEASE: want a duration of at least 1s, got %q", v)
+		}
+		c.lease = d
+	}
+	if v := getenv("COUNTERSIGN_LOG_LEVEL"); v != "" {
+		if err := c.logLevel.UnmarshalText([]byte(v)); err != nil {
+			return c, fmt.Errorf("COUNTERSIGN_LOG_LEVEL: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// run parses the subcommand and carries it out; it returns when ctx is
+// cancelled (serve) or the command is done.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stdout, &slog.HandlerOptions{Level: cfg.logLevel}))
+	cmd := "serve"
+	if len(args) > 1 {
+		cmd = args[1]
+	}
+	switch cmd {
+	case "serve":
+		return serve(ctx, cfg, log, stdout)
+	case "migrate":
+		db, err := store.Open(ctx, cfg.dbPath)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		v, err := db.SchemaVersion(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "database %s is at schema version %d\n", cfg.dbPath, v)
+		return nil
+	case "user":
+		return userCommand(ctx, cfg, args[2:], getenv, stdout)
+	case "help", "-h", "--help":
+		fmt.Fprintln(stdout, "usage: countersign [serve | migrate | user add NAME ROLE | user list | user disable NAME]")
+		return nil
+	default:
+		return fmt.Errorf("unknown command %q (try: serve, migrate, user)", cmd)
+	}
+}
+
+// serve runs the web server, the runtime and the retention purge until ctx is
+// cancelled, then shuts them down in reverse order.
+func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) error {
+	db, err := store.Open(ctx, cfg.dbPath)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := db.Close(); err != nil {
+			log.Error("close database", "err", err)
+		}
+	}()
+
+	pages := db.Pages()
+	if seeded, err := pages.SeedPages(ctx, tools.SeedPages()); err != nil {
+		return fmt.Errorf("seed workspace: %w", err)
+	} else if seeded {
+		log.Info("seeded the demo workspace", "pages", len(tools.SeedPages()))
+	}
+	if err := ensureAdmin(ctx, db, log); err != nil {
+		return err
+	}
+	key, err := sessionKey(ctx, db, cfg)
+	if err != nil {
+		return err
+	}
+	assets, err := static.New()
+	if err != nil {
+		return err
+	}
+
+	agents := tools.Agents(pages, time.Now)
+	models := []web.ModelOption{{Name: demo.Name, Description: demo.Description}}
+	demoModel := demo.New()
+	rt, err := engine.NewRuntime(engine.RuntimeConfig{
+		Store:  db,
+		Agents: agents,
+		Models: func(name string) (engine.Model, error) {
+			if name == demo.Name {
+				return demoModel, nil
+			}
+			return nil, fmt.Errorf("%w %q", engine.ErrUnknownModel, name)
+		},
+		Workers:  cfg.workers,
+		Lease:    cfg.lease,
+		FourEyes: cfg.fourEyes,
+		Logger:   log,
+	})
+	if err != nil {
+		return err
+	}
+
+	handler, err := web.New(web.Config{
+		Store: db, Runtime: rt, Agents: agents, Models: models, Assets: assets,
+		SessionKey: key, FourEyes: cfg.fourEyes, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.addr, err)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 60 * time.Second, IdleTimeout: 2 * time.Minute}
+
+	rt.Start()
+	purgeDone := make(chan struct{})
+	purgeCtx, stopPurge := context.WithCancel(ctx)
+	go func() {
+		defer close(purgeDone)
+		purgeLoop(purgeCtx, db, cfg.retention, log)
+	}()
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	fmt.Fprintf(stdout, "countersign listening on http://%s\n", displayAddr(ln.Addr()))
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		if !errors.Is(err, http.ErrServerClosed) {
+			stopPurge()
+			<-purgeDone
+			rt.Close()
+			return fmt.Errorf("serve: %w", err)
+		}
+	}
+	log.Info("shutting down")
+	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		log.Error("http shutdown", "err", err)
+	}
+	stopPurge()
+	<-purgeDone
+	rt.Close()
+	return nil
+}
+
+// displayAddr turns a listen address into one a browser can open.
+func displayAddr(a net.Addr) string {
+	tcp, ok := a.(*net.TCPAddr)
+	if !ok {
+		return a.String()
+	}
+	if tcp.IP.IsUnspecified() {
+		return net.JoinHostPort("localhost", strconv.Itoa(tcp.Port))
+	}
+	return tcp.String()
+}
+
+// purgeLoop deletes terminal runs older than the retention period, hourly.
+func purgeLoop(ctx context.Context, db *store.DB, retention time.Duration, log *slog.Logger) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		n, err := db.PurgeFinishedBefore(ctx, time.Now().Add(-retention), 500)
+		if err != nil && ctx.Err() == nil {
+			log.Error("purge", "err", err)
+		} else if n > 0 {
+			log.Info("purged finished runs", "runs", n, "retention", retention)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// ensureAdmin creates the first user, admin, with a random password that is
+// printed once, when the database has no users.
+func ensureAdmin(ctx context.Context, db *store.DB, log *slog.Logger) error {
+	n, err := db.CountUsers(ctx)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	password, err := randomPassword()
+	if err != nil {
+		return err
+	}
+	if _, err := db.CreateUser(ctx, "admin", password, store.RoleAdmin); err != nil {
+		return fmt.Errorf("create first admin: %w", err)
+	}
+	log.Warn("created the first user; this password is shown once, keep it", "user", "admin", "password", password)
+	return nil
+}
+
+// sessionKey returns the configured session key, or the one generated on the
+// first start and kept in the database so restarts keep people signed in.
+func sessionKey(ctx context.Context, db *store.DB, cfg config) ([]byte, error) {
+	if cfg.sessionKey != "" {
+		if len(cfg.sessionKey) < 32 {
+			return nil, errors.New("COUNTERSIGN_SESSION_KEY must be at least 32 characters")
+		}
+		return []byte(cfg.sessionKey), nil
+	}
+	v, err := db.EnsureSetting(ctx, "session_key", func() (string, error) {
+		var b [32]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", err
+		}
+		return hex.EncodeToString(b[:]), nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("session key: %w", err)
+	}
+	return []byte(v), nil
+}
+
+func randomPassword() (string, error) {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("generate password: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// userCommand manages users from the command line.
+func userCommand(ctx context.Context, cfg config, args []string, getenv func(string) string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return errors.New("usage: countersign user add NAME ROLE | user list | user disable NAME")
+	}
+	db, err := store.Open(ctx, cfg.dbPath)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	switch args[0] {
+	case "add":
+		if len(args) != 3 {
+			return errors.New("usage: countersign user add NAME ROLE (ROLE is admin, operator or viewer)")
+		}
+		password := getenv("COUNTERSIGN_PASSWORD")
+		generated := password == ""
+		if generated {
+			if password, err = randomPassword(); err != nil {
+				return err
+			}
+		}
+		u, err := db.CreateUser(ctx, args[1], password, args[2])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "added %s (%s)\n", u.Name, u.Role)
+		if generated {
+			fmt.Fprintf(stdout, "password: %s\n", password)
+		}
+		return nil
+	case "list":
+		users, err := db.Users(ctx)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tROLE\tCREATED\tSTATUS")
+		for _, u := range users {
+			status := "active"
+			if u.Disabled() {
+				status = "disabled"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", u.Name, u.Role, u.CreatedAt.Format(time.DateOnly), status)
+		}
+		return tw.Flush()
+	case "disable":
+		if len(args) != 2 {
+			return errors.New("usage: countersign user disable NAME")
+		}
+		u, err := db.UserByName(ctx, args[1])
+		if err != nil {
+			return fmt.Errorf("user %q: %w", args[1], err)
+		}
+		if err := db.DisableUser(ctx, u.ID); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "disabled %s\n", u.Name)
+		return nil
+	default:
+		return fmt.Errorf("unknown user command %q (try: add, list, disable)", strings.Join(args, " "))
+	}
+}

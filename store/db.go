@@ -1,0 +1,194 @@
+// Package store keeps countersign's state in SQLite through sqlx: durable
+// runs and their events, users, the demo workspace of pages and settings. It
+// implements engine.RunStore and the tools.Workspace of the built-in tools.
+//
+// Public methods own their transaction; lower-case helpers take the *sqlx.Tx.
+// Times are stored as INTEGER unix milliseconds in UTC and come back in UTC.
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+	"github.com/oklog/ulid/v2"
+	"github.com/pressly/goose/v3"
+	"golang.org/x/crypto/bcrypt"
+
+	"countersign/migrations"
+)
+
+// Errors of the store. Methods wrap them with context; test with errors.Is.
+var (
+	// ErrNotFound is returned for a user or setting that does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrUserExists refuses to create a user whose name is taken.
+	ErrUserExists = errors.New("user already exists")
+	// ErrInvalidUser refuses a bad user name, password or role.
+	ErrInvalidUser = errors.New("invalid user")
+	// ErrBadCredentials refuses a sign-in: unknown user, wrong password or
+	// disabled user, deliberately not told apart.
+	ErrBadCredentials = errors.New("invalid name or password")
+	// ErrBadCursor refuses a pagination cursor this store did not make.
+	ErrBadCursor = errors.New("invalid page cursor")
+)
+
+// dsnParams are set on every pooled connection: WAL so readers never block
+// the writer, a busy timeout so writers queue instead of failing, foreign
+// keys for the event cascade, and BEGIN IMMEDIATE so a transaction takes the
+// write lock up front instead of failing to upgrade a read snapshot.
+const dsnParams = "_journal_mode=WAL&_busy_timeout=10000&_foreign_keys=on&_synchronous=NORMAL&_txlock=immediate"
+
+// DB is the countersign database. It is safe for concurrent use.
+type DB struct {
+	db         *sqlx.DB
+	now        func() time.Time
+	bcryptCost int
+
+	idMu    sync.Mutex
+	entropy *ulid.MonotonicEntropy
+
+	dummyOnce sync.Once
+	dummyHash []byte // compared against for unknown users, to even out timing
+}
+
+// Option configures Open.
+type Option func(*DB)
+
+// WithNow sets the clock of the methods that take no time from their caller
+// (users, pages). The default is time.Now.
+func WithNow(now func() time.Time) Option {
+	return func(db *DB) { db.now = now }
+}
+
+// WithBcryptCost sets the bcrypt cost of new password hashes. The default is
+// bcrypt.DefaultCost; tests lower it to bcrypt.MinCost to stay fast.
+func WithBcryptCost(cost int) Option {
+	return func(db *DB) { db.bcryptCost = cost }
+}
+
+// Open opens the SQLite database at path, creating the file and its parent
+// directory if needed, and applies any pending migration.
+func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("open database: %w", err)
+		}
+	}
+	sqldb, err := sqlx.Open("sqlite3", path+"?"+dsnParams)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	db := &DB{
+		db:         sqldb,
+		now:        time.Now,
+		bcryptCost: bcrypt.DefaultCost,
+		entropy:    ulid.Monotonic(rand.Reader, 0),
+	}
+	for _, opt := range opts {
+		opt(db)
+	}
+	if err := sqldb.PingContext(ctx); err != nil {
+		sqldb.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	if err := db.Migrate(ctx); err != nil {
+		sqldb.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Migrate applies every pending migration of package migrations, each in a
+// transaction of its own. Open calls it; it is exported for the migrate
+// subcommand and is a no-op on an up-to-date database.
+func (db *DB) Migrate(ctx context.Context) error {
+	p, err := db.migrator()
+	if err != nil {
+		return err
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// SchemaVersion returns the version of the last applied migration.
+func (db *DB) SchemaVersion(ctx context.Context) (int64, error) {
+	p, err := db.migrator()
+	if err != nil {
+		return 0, err
+	}
+	v, err := p.GetDBVersion(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("schema version: %w", err)
+	}
+	return v, nil
+}
+
+// migrator returns a goose provider over the embedded migrations. The
+// provider API keeps goose's package-level state out of the picture.
+func (db *DB) migrator() (*goose.Provider, error) {
+	p, err := goose.NewProvider(goose.DialectSQLite3, db.db.DB, migrations.FS,
+		goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return nil, fmt.Errorf("migrate: %w", err)
+	}
+	return p, nil
+}
+
+// Close closes the database.
+func (db *DB) Close() error {
+	return db.db.Close()
+}
+
+// newID returns a new ULID stamped with t. Monotonic entropy keeps ids made
+// in the same millisecond in order; it is not safe for concurrent use, hence
+// the mutex.
+func (db *DB) newID(t time.Time) (string, error) {
+	db.idMu.Lock()
+	defer db.idMu.Unlock()
+	id, err := ulid.New(ulid.Timestamp(t), db.entropy)
+	if err != nil {
+		return "", fmt.Errorf("new id: %w", err)
+	}
+	return id.String(), nil
+}
+
+// inTx runs fn in a transaction (BEGIN IMMEDIATE, see dsnParams), committing
+// when fn returns nil and rolling back otherwise.
+func (db *DB) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	tx, err := db.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// millis converts t to the stored form.
+func millis(t time.Time) int64 { return t.UnixMilli() }
+
+// fromMillis converts a stored time back to UTC.
+func fromMillis(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// nullMillis converts a stored time that may be NULL; NULL is the zero time.
+func nullMillis(v *int64) time.Time {
+	if v == nil {
+		return time.Time{}
+	}
+	return fromMillis(*v)
+}

@@ -1,0 +1,238 @@
+package store
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"countersign/engine"
+)
+
+// RunFilter selects runs for the history list. Zero fields select
+// everything.
+type RunFilter struct {
+	Status      engine.Status
+	Agent       string
+	InitiatedBy string
+	// Query matches runs whose prompt contains it, ignoring ASCII case.
+	Query string
+	// From and To bound created_at: From <= created_at < To.
+	From, To time.Time
+	// Before is the Next cursor of the previous page; empty for the first.
+	Before string
+	// Limit is the page size: 50 by default, at most 200.
+	Limit int
+}
+
+// RunPage is one page of the history list, newest first.
+type RunPage struct {
+	Runs []engine.Run
+	// Next is the cursor of the following page, or empty on the last.
+	Next string
+}
+
+// Page sizes of ListRuns.
+const (
+	DefaultRunLimit = 50
+	MaxRunLimit     = 200
+)
+
+// ListRuns returns one page of the runs f selects, newest first. Pages are
+// keyed on (created_at, id), so runs created while a person pages through
+// neither shift nor repeat the pages that follow. A cursor not made by
+// ListRuns fails with ErrBadCursor.
+func (db *DB) ListRuns(ctx context.Context, f RunFilter) (RunPage, error) {
+	where, args, err := f.where(true)
+	if err != nil {
+		return RunPage{}, fmt.Errorf("list runs: %w", err)
+	}
+	limit := clampLimit(f.Limit, DefaultRunLimit, MaxRunLimit)
+	q := `SELECT ` + runColumns + ` FROM agent_run` + where +
+		` ORDER BY created_at DESC, id DESC LIMIT ?`
+	var rows []runRow
+	if err := db.db.SelectContext(ctx, &rows, q, append(args, limit+1)...); err != nil {
+		return RunPage{}, fmt.Errorf("list runs: %w", err)
+	}
+	var page RunPage
+	if len(rows) > limit {
+		rows = rows[:limit]
+		last := rows[limit-1]
+		page.Next = encodeCursor(last.CreatedAt, last.ID)
+	}
+	page.Runs = runsOf(rows)
+	return page, nil
+}
+
+// CountRuns counts the runs f selects, ignoring its cursor and limit.
+func (db *DB) CountRuns(ctx context.Context, f RunFilter) (int, error) {
+	where, args, err := f.where(false)
+	if err != nil {
+		return 0, fmt.Errorf("count runs: %w", err)
+	}
+	var n int
+	if err := db.db.GetContext(ctx, &n, `SELECT count(*) FROM agent_run`+where, args...); err != nil {
+		return 0, fmt.Errorf("count runs: %w", err)
+	}
+	return n, nil
+}
+
+// where returns the WHERE clause of f and its arguments. Each condition is a
+// fixed fragment; only the values vary.
+func (f RunFilter) where(withCursor bool) (string, []any, error) {
+	var conds []string
+	var args []any
+	if f.Status != "" {
+		conds, args = append(conds, `status = ?`), append(args, f.Status)
+	}
+	if f.Agent != "" {
+		conds, args = append(conds, `agent = ?`), append(args, f.Agent)
+	}
+	if f.InitiatedBy != "" {
+		conds, args = append(conds, `initiated_by = ?`), append(args, f.InitiatedBy)
+	}
+	if f.Query != "" {
+		conds, args = append(conds, `prompt LIKE ? ESCAPE '\'`), append(args, "%"+escapeLike(f.Query)+"%")
+	}
+	if !f.From.IsZero() {
+		conds, args = append(conds, `created_at >= ?`), append(args, millis(f.From))
+	}
+	if !f.To.IsZero() {
+		conds, args = append(conds, `created_at < ?`), append(args, millis(f.To))
+	}
+	if withCursor && f.Before != "" {
+		ms, id, err := decodeCursor(f.Before)
+		if err != nil {
+			return "", nil, err
+		}
+		conds, args = append(conds, `(created_at, id) < (?, ?)`), append(args, ms, id)
+	}
+	if len(conds) == 0 {
+		return "", nil, nil
+	}
+	return " WHERE " + strings.Join(conds, " AND "), args, nil
+}
+
+// escapeLike escapes the wildcards of LIKE with a backslash.
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// encodeCursor makes the opaque cursor of the run after which a page starts:
+// base64url of "<created_at ms>.<id>".
+func encodeCursor(createdAt int64, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(createdAt, 10) + "." + id))
+}
+
+func decodeCursor(c string) (int64, string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return 0, "", ErrBadCursor
+	}
+	msText, id, ok := strings.Cut(string(b), ".")
+	if !ok || id == "" {
+		return 0, "", ErrBadCursor
+	}
+	ms, err := strconv.ParseInt(msText, 10, 64)
+	if err != nil {
+		return 0, "", ErrBadCursor
+	}
+	return ms, id, nil
+}
+
+// CountByStatus counts runs by status; every status is present, zero or not.
+func (db *DB) CountByStatus(ctx context.Context) (map[engine.Status]int, error) {
+	const q = `SELECT status, count(*) AS n FROM agent_run GROUP BY status`
+	var rows []struct {
+		Status string `db:"status"`
+		N      int    `db:"n"`
+	}
+	if err := db.db.SelectContext(ctx, &rows, q); err != nil {
+		return nil, fmt.Errorf("count runs by status: %w", err)
+	}
+	counts := map[engine.Status]int{
+		engine.StatusQueued: 0, engine.StatusRunning: 0, engine.StatusWaiting: 0,
+		engine.StatusCompleted: 0, engine.StatusFailed: 0, engine.StatusCancelled: 0,
+	}
+	for _, r := range rows {
+		counts[engine.Status(r.Status)] = r.N
+	}
+	return counts, nil
+}
+
+// WaitingRuns lists the runs waiting for approval, oldest first: the inbox.
+// A limit of zero or less means 50; at most 500 are returned.
+func (db *DB) WaitingRuns(ctx context.Context, limit int) ([]engine.Run, error) {
+	const q = `SELECT ` + runColumns + ` FROM agent_run
+		WHERE status = 'waiting_for_approval' ORDER BY created_at, id LIMIT ?`
+	var rows []runRow
+	if err := db.db.SelectContext(ctx, &rows, q, clampLimit(limit, 50, 500)); err != nil {
+		return nil, fmt.Errorf("waiting runs: %w", err)
+	}
+	return runsOf(rows), nil
+}
+
+// CountWaiting counts the runs waiting for approval.
+func (db *DB) CountWaiting(ctx context.Context) (int, error) {
+	const q = `SELECT count(*) FROM agent_run WHERE status = 'waiting_for_approval'`
+	var n int
+	if err := db.db.GetContext(ctx, &n, q); err != nil {
+		return 0, fmt.Errorf("count waiting runs: %w", err)
+	}
+	return n, nil
+}
+
+// LastDecision returns the latest decision event of a run and true, or false
+// when the run has none. An unknown run is engine.ErrRunNotFound.
+func (db *DB) LastDecision(ctx context.Context, runID string) (engine.Event, bool, error) {
+	ev, ok, err := lastDecision(ctx, db.db, runID)
+	if err != nil {
+		return engine.Event{}, false, fmt.Errorf("last decision of run %s: %w", runID, err)
+	}
+	if !ok {
+		if _, err := db.Run(ctx, runID); err != nil {
+			return engine.Event{}, false, fmt.Errorf("last decision: %w", err)
+		}
+	}
+	return ev, ok, nil
+}
+
+// PurgeFinishedBefore deletes terminal runs that finished before cutoff, with
+// their events, batch runs per transaction so that writers waiting on the
+// lock get their turn between batches (readers are never blocked: WAL). It
+// returns how many runs it deleted. A batch of zero or less means 100. The
+// select is pinned to the retention index so that a batch never scans the
+// whole history.
+func (db *DB) PurgeFinishedBefore(ctx context.Context, cutoff time.Time, batch int) (int, error) {
+	const q = `DELETE FROM agent_run WHERE id IN (
+		SELECT id FROM agent_run INDEXED BY agent_run_finished
+		WHERE finished_at IS NOT NULL AND finished_at < ?
+			AND status IN ('completed', 'failed', 'cancelled')
+		LIMIT ?)`
+	if batch <= 0 {
+		batch = 100
+	}
+	total := 0
+	for {
+		var n int64
+		err := db.inTx(ctx, func(tx *sqlx.Tx) error {
+			res, err := tx.ExecContext(ctx, q, millis(cutoff), batch)
+			if err != nil {
+				return err
+			}
+			n, err = res.RowsAffected()
+			return err
+		})
+		if err != nil {
+			return total, fmt.Errorf("purge runs finished before %s: %w", cutoff.UTC().Format(time.RFC3339), err)
+		}
+		total += int(n)
+		if n < int64(batch) {
+			return total, nil
+		}
+	}
+}

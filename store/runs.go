@@ -1,0 +1,626 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"countersign/engine"
+)
+
+var _ engine.RunStore = (*DB)(nil)
+
+// runColumns are the columns of a runRow; suspended_state is read only where
+// it is needed.
+const runColumns = `id, agent, model, prompt, status, initiated_by, iterations,
+	prompt_tokens, completion_tokens, total_tokens, termination_reason, error,
+	pending_digest, claimed_by, lease_expires_at, attempts, cancel_requested,
+	created_at, started_at, updated_at, finished_at`
+
+// runRow is a row of agent_run as scanned.
+type runRow struct {
+	ID                string `db:"id"`
+	Agent             string `db:"agent"`
+	Model             string `db:"model"`
+	Prompt            string `db:"prompt"`
+	Status            string `db:"status"`
+	InitiatedBy       string `db:"initiated_by"`
+	Iterations        int    `db:"iterations"`
+	PromptTokens      int    `db:"prompt_tokens"`
+	CompletionTokens  int    `db:"completion_tokens"`
+	TotalTokens       int    `db:"total_tokens"`
+	TerminationReason string `db:"termination_reason"`
+	Error             string `db:"error"`
+	PendingDigest     string `db:"pending_digest"`
+	ClaimedBy         string `db:"claimed_by"`
+	LeaseExpiresAt    *int64 `db:"lease_expires_at"`
+	Attempts          int    `db:"attempts"`
+	CancelRequested   bool   `db:"cancel_requested"`
+	CreatedAt         int64  `db:"created_at"`
+	StartedAt         *int64 `db:"started_at"`
+	UpdatedAt         int64  `db:"updated_at"`
+	FinishedAt        *int64 `db:"finished_at"`
+}
+
+func (r runRow) run() engine.Run {
+	return engine.Run{
+		ID:          r.ID,
+		Agent:       r.Agent,
+		Model:       r.Model,
+		Prompt:      r.Prompt,
+		Status:      engine.Status(r.Status),
+		InitiatedBy: r.InitiatedBy,
+		Iterations:  r.Iterations,
+		Usage: engine.Usage{
+			PromptTokens:     r.PromptTokens,
+			CompletionTokens: r.CompletionTokens,
+			TotalTokens:      r.TotalTokens,
+		},
+		Termination:     engine.Termination(r.TerminationReason),
+		Error:           r.Error,
+		PendingDigest:   r.PendingDigest,
+		ClaimedBy:       r.ClaimedBy,
+		LeaseExpiresAt:  nullMillis(r.LeaseExpiresAt),
+		Attempts:        r.Attempts,
+		CancelRequested: r.CancelRequested,
+		CreatedAt:       fromMillis(r.CreatedAt),
+		StartedAt:       nullMillis(r.StartedAt),
+		UpdatedAt:       fromMillis(r.UpdatedAt),
+		FinishedAt:      nullMillis(r.FinishedAt),
+	}
+}
+
+func runsOf(rows []runRow) []engine.Run {
+	runs := make([]engine.Run, len(rows))
+	for i, r := range rows {
+		runs[i] = r.run()
+	}
+	return runs
+}
+
+// CreateRun stores a queued run and its prompt event as seq 1, in one
+// transaction. The id is a ULID stamped with now.
+func (db *DB) CreateRun(ctx context.Context, r engine.NewRun, prompt engine.Event, now time.Time) (engine.Run, error) {
+	id, err := db.newID(now)
+	if err != nil {
+		return engine.Run{}, fmt.Errorf("create run: %w", err)
+	}
+	const q = `INSERT INTO agent_run (id, agent, model, prompt, status, initiated_by,
+		last_seq, created_at, updated_at)
+		VALUES (?, ?, ?, ?, 'queued', ?, 1, ?, ?)
+		RETURNING ` + runColumns
+	var row runRow
+	err = db.inTx(ctx, func(tx *sqlx.Tx) error {
+		ms := millis(now)
+		if err := tx.GetContext(ctx, &row, q, id, r.Agent, r.Model, r.Prompt, r.InitiatedBy, ms, ms); err != nil {
+			return err
+		}
+		return insertEvent(ctx, tx, id, 1, prompt, now)
+	})
+	if err != nil {
+		return engine.Run{}, fmt.Errorf("create run: %w", err)
+	}
+	return row.run(), nil
+}
+
+// Run returns one run or an error wrapping engine.ErrRunNotFound.
+func (db *DB) Run(ctx context.Context, id string) (engine.Run, error) {
+	const q = `SELECT ` + runColumns + ` FROM agent_run WHERE id = ?`
+	var row runRow
+	if err := db.db.GetContext(ctx, &row, q, id); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			err = engine.ErrRunNotFound
+		}
+		return engine.Run{}, fmt.Errorf("get run %s: %w", id, err)
+	}
+	return row.run(), nil
+}
+
+// AcquireRun makes owner the worker of a queued run, or takes over a running
+// run whose lease expired before now. It fails with engine.ErrRunNotFound or
+// engine.ErrLeaseLost (the run is held by a live lease, waiting or ended).
+func (db *DB) AcquireRun(ctx context.Context, id, owner string, now, leaseUntil time.Time) (engine.Run, error) {
+	const q = `UPDATE agent_run
+		SET status = 'running', claimed_by = ?, lease_expires_at = ?,
+			attempts = attempts + 1, started_at = COALESCE(started_at, ?), updated_at = ?
+		WHERE id = ? AND (status = 'queued' OR (status = 'running' AND lease_expires_at < ?))
+		RETURNING ` + runColumns
+	var row runRow
+	err := db.inTx(ctx, func(tx *sqlx.Tx) error {
+		ms := millis(now)
+		err := tx.GetContext(ctx, &row, q, owner, millis(leaseUntil), ms, ms, id, ms)
+		if errors.Is(err, sql.ErrNoRows) {
+			if _, err := lookupStatus(ctx, tx, id); err != nil {
+				return err
+			}
+			return engine.ErrLeaseLost
+		}
+		return err
+	})
+	if err != nil {
+		return engine.Run{}, fmt.Errorf("acquire run %s: %w", id, err)
+	}
+	return row.run(), nil
+}
+
+// AppendEvent appends ev while owner holds the run and renews its lease. It
+// returns the event's seq and whether a cancel was requested. It fails with
+// engine.ErrLeaseLost when owner no longer holds the run; an ended run also
+// matches engine.ErrRunTerminal.
+func (db *DB) AppendEvent(ctx context.Context, id, owner string, ev engine.Event, leaseUntil time.Time) (int64, bool, error) {
+	const q = `UPDATE agent_run
+		SET last_seq = last_seq + 1, lease_expires_at = ?, updated_at = ?
+		WHERE id = ? AND status = 'running' AND claimed_by = ?
+		RETURNING last_seq, cancel_requested`
+	at := ev.At
+	if at.IsZero() {
+		at = db.now()
+	}
+	var res struct {
+		Seq             int64 `db:"last_seq"`
+		CancelRequested bool  `db:"cancel_requested"`
+	}
+	err := db.inTx(ctx, func(tx *sqlx.Tx) error {
+		err := tx.GetContext(ctx, &res, q, millis(leaseUntil), millis(at), id, owner)
+		if errors.Is(err, sql.ErrNoRows) {
+			return heldError(ctx, tx, id)
+		}
+		if err != nil {
+			return err
+		}
+		return insertEvent(ctx, tx, id, res.Seq, ev, at)
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("append event to run %s: %w", id, err)
+	}
+	return res.Seq, res.CancelRequested, nil
+}
+
+// RenewLease sets the lease of a run owner holds to until and reports whether
+// a cancel was requested. A lease renewed to now expires at once, so the
+// next reaper takes the run. It fails with engine.ErrLeaseLost when owner no
+// longer holds the run; an ended run also matches engine.ErrRunTerminal.
+func (db *DB) RenewLease(ctx context.Context, id, owner string, until time.Time) (bool, error) {
+	const q = `UPDATE agent_run SET lease_expires_at = ?
+		WHERE id = ? AND status = 'running' AND claimed_by = ?
+		RETURNING cancel_requested`
+	var cancel bool
+	err := db.inTx(ctx, func(tx *sqlx.Tx) error {
+		err := tx.GetContext(ctx, &cancel, q, millis(until), id, owner)
+		if errors.Is(err, sql.ErrNoRows) {
+			return heldError(ctx, tx, id)
+		}
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("renew lease of run %s: %w", id, err)
+	}
+	return cancel, nil
+}
+
+// SuspendRun moves a run owner holds to waiting_for_approval, storing the
+// encoded state and the digest of the pending turn, dropping the lease and
+// appending ev.
+func (db *DB) SuspendRun(ctx context.Context, id, owner string, state []byte, digest string, ev engine.Event, now time.Time) error {
+	const q = `UPDATE agent_run
+		SET status = 'waiting_for_approval', suspended_state = ?, pending_digest = ?,
+			claimed_by = '', lease_expires_at = NULL,
+			last_seq = last_seq + 1, updated_at = ?
+		WHERE id = ? AND status = 'running' AND claimed_by = ?
+		RETURNING last_seq`
+	err := db.inTx(ctx, func(tx *sqlx.Tx) error {
+		var seq int64
+		err := tx.GetContext(ctx, &seq, q, state, digest, millis(now), id, owner)
+		if errors.Is(err, sql.ErrNoRows) {
+			return heldError(ctx, tx, id)
+		}
+		if err != nil {
+			return err
+		}
+		return insertEvent(ctx, tx, id, seq, ev, now)
+	})
+	if err != nil {
+		return fmt.Errorf("suspend run %s: %w", id, err)
+	}
+	return nil
+}
+
+// SuspendedState returns the stored state of a waiting run. The state stays
+// stored while a claimed run resumes, until the run suspends again or ends,
+// so it is also returned for a running run that holds one (a worker taking
+// over a claimed run needs it). It fails with engine.ErrRunNotFound,
+// engine.ErrRunTerminal, or engine.ErrNotWaiting when no state is stored.
+func (db *DB) SuspendedState(ctx context.Context, id string) ([]byte, error) {
+	const q = `SELECT status, suspended_state FROM agent_run WHERE id = ?`
+	var row struct {
+		Status string `db:"status"`
+		State  []byte `db:"suspended_state"`
+	}
+	err := db.db.GetContext(ctx, &row, q, id)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		err = engine.ErrRunNotFound
+	case err != nil:
+	case engine.Status(row.Status).Terminal():
+		err = engine.ErrRunTerminal
+	case row.State == nil:
+		err = engine.ErrNotWaiting
+	}
+	if err != nil {
+		return nil, fmt.Errorf("suspended state of run %s: %w", id, err)
+	}
+	return row.State, nil
+}
+
+// ClaimRun moves a waiting run whose pending digest equals c.Digest to
+// running for c.Owner, appends the decision event c.Event and returns the
+// stored state. Losers get an error matching engine.ErrRunNotFound,
+// engine.ErrRunTerminal, engine.ErrStaleTurn (the run waits on another
+// turn), *engine.DecidedError (the run is running after a decision, or
+// ended right after a decision on this very turn), filled from the run's
+// latest decision event, or engine.ErrNotWaiting (queued, or running and
+// never decided).
+//
+// The state and digest stay stored while the claimed run resumes, so that
+// ReleaseRun can hand it back and a worker taking over can resume it.
+func (db *DB) ClaimRun(ctx context.Context, id string, c engine.Claim) ([]byte, error) {
+	const q = `UPDATE agent_run
+		SET status = 'running', claimed_by = ?, lease_expires_at = ?,
+			started_at = COALESCE(started_at, ?),
+			last_seq = last_seq + 1, updated_at = ?
+		WHERE id = ? AND status = 'waiting_for_approval' AND pending_digest = ?
+		RETURNING last_seq, suspended_state`
+	var res struct {
+		Seq   int64  `db:"last_seq"`
+		State []byte `db:"suspended_state"`
+	}
+	err := db.inTx(ctx, func(tx *sqlx.Tx) error {
+		ms := millis(c.Now)
+		err := tx.GetContext(ctx, &res, q, c.Owner, millis(c.LeaseUntil), ms, ms, id, c.Digest)
+		if errors.Is(err, sql.ErrNoRows) {
+			return claimError(ctx, tx, id, c.Digest)
+		}
+		if err != nil {
+			return err
+		}
+		return insertEvent(ctx, tx, id, res.Seq, c.Event, c.Now)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim run %s: %w", id, err)
+	}
+	return res.State, nil
+}
+
+// claimError says why a claim on digest changed no row.
+func claimError(ctx context.Context, tx *sqlx.Tx, id, digest string) error {
+	st, err := lookupStatus(ctx, tx, id)
+	if err != nil {
+		return err
+	}
+	ev, decided, err := lastDecision(ctx, tx, id)
+	if err != nil {
+		return err
+	}
+	decidedErr := &engine.DecidedError{By: ev.By, At: ev.At, Dec: ev.Decision}
+	switch {
+	case st.Terminal():
+		// A run may end right after its decision; say so when the decision
+		// names this turn.
+		if decided && ev.Digest != "" && ev.Digest == digest {
+			return decidedErr
+		}
+		return engine.ErrRunTerminal
+	case st == engine.StatusWaiting:
+		return engine.ErrStaleTurn
+	case decided:
+		// Running after a decision: whichever turn the caller saw, it is
+		// no longer waiting, and this is who moved it on.
+		return decidedErr
+	}
+	return engine.ErrNotWaiting
+}
+
+// ReleaseRun hands a claimed run back: running -> waiting_for_approval for
+// owner, with its state and digest untouched, appending ev. Only a run that
+// holds a suspended state can be handed back.
+func (db *DB) ReleaseRun(ctx context.Context, id, owner string, ev engine.Event, now time.Time) error {
+	const q = `UPDATE agent_run
+		SET status = 'waiting_for_approval', claimed_by = '', lease_expires_at = NULL,
+			last_seq = last_seq + 1, updated_at = ?
+		WHERE id = ? AND status = 'running' AND claimed_by = ?
+			AND suspended_state IS NOT NULL AND pending_digest <> ''
+		RETURNING last_seq`
+	err := db.inTx(ctx, func(tx *sqlx.Tx) error {
+		var seq int64
+		err := tx.GetContext(ctx, &seq, q, millis(now), id, owner)
+		if errors.Is(err, sql.ErrNoRows) {
+			return releaseError(ctx, tx, id, owner)
+		}
+		if err != nil {
+			return err
+		}
+		return insertEvent(ctx, tx, id, seq, ev, now)
+	})
+	if err != nil {
+		return fmt.Errorf("release run %s: %w", id, err)
+	}
+	return nil
+}
+
+// releaseError says why a release changed no row: the run is gone, ended, not
+// held by owner, or held by owner but with no state to wait on.
+func releaseError(ctx context.Context, tx *sqlx.Tx, id, owner string) error {
+	const q = `SELECT status, claimed_by FROM agent_run WHERE id = ?`
+	var row struct {
+		Status    string `db:"status"`
+		ClaimedBy string `db:"claimed_by"`
+	}
+	err := tx.GetContext(ctx, &row, q, id)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return engine.ErrRunNotFound
+	case err != nil:
+		return err
+	case engine.Status(row.Status).Terminal():
+		return fmt.Errorf("%w: %w", engine.ErrLeaseLost, engine.ErrRunTerminal)
+	case row.Status == string(engine.StatusRunning) && row.ClaimedBy == owner:
+		return engine.ErrNotWaiting
+	}
+	return engine.ErrLeaseLost
+}
+
+// FinishRun moves a non-terminal run to the terminal status f.Status, writes
+// the totals, clears state, digest and lease, and appends f.Event. With an
+// owner the run must be running and held by owner; with owner "" it must be
+// queued or waiting. A terminal run fails with engine.ErrRunTerminal, a run
+// held by someone else with engine.ErrLeaseLost.
+func (db *DB) FinishRun(ctx context.Context, id, owner string, f engine.Finish) error {
+	if !f.Status.Terminal() {
+		return fmt.Errorf("finish run %s: status %q is not terminal", id, f.Status)
+	}
+	const byOwner = `UPDATE agent_run
+		SET status = ?, termination_reason = ?, error = ?, iterations = ?,
+			prompt_tokens = ?, completion_tokens = ?, total_tokens = ?,
+			suspended_state = NULL, pending_digest = '', claimed_by = '', lease_expires_at = NULL,
+			last_seq = last_seq + 1, finished_at = ?, updated_at = ?
+		WHERE id = ? AND status = 'running' AND claimed_by = ?
+		RETURNING last_seq`
+	const unheld = `UPDATE agent_run
+		SET status = ?, termination_reason = ?, error = ?, iterations = ?,
+			prompt_tokens = ?, completion_tokens = ?, total_tokens = ?,
+			suspended_state = NULL, pending_digest = '', claimed_by = '', lease_expires_at = NULL,
+			last_seq = last_seq + 1, finished_at = ?, updated_at = ?
+		WHERE id = ? AND status IN ('queued', 'waiting_for_approval')
+		RETURNING last_seq`
+	t, ms := f.Totals, millis(f.Now)
+	q, args := unheld, []any{f.Status, f.Termination, f.Error, t.Iterations,
+		t.Usage.PromptTokens, t.Usage.CompletionTokens, t.Usage.TotalTokens, ms, ms, id}
+	if owner != "" {
+		q, args = byOwner, append(args, owner)
+	}
+	err := db.inTx(ctx, func(tx *sqlx.Tx) error {
+		var seq int64
+		err := tx.GetContext(ctx, &seq, q, args...)
+		if errors.Is(err, sql.ErrNoRows) {
+			st, err := lookupStatus(ctx, tx, id)
+			switch {
+			case err != nil:
+				return err
+			case st.Terminal():
+				return engine.ErrRunTerminal
+			}
+			return engine.ErrLeaseLost
+		}
+		if err != nil {
+			return err
+		}
+		return insertEvent(ctx, tx, id, seq, f.Event, f.Now)
+	})
+	if err != nil {
+		return fmt.Errorf("finish run %s: %w", id, err)
+	}
+	return nil
+}
+
+// RequestCancel cancels a queued or waiting run at once, finishing it as
+// cancelled with ev, and returns true. For a running run it sets the cancel
+// flag that AppendEvent reports to the worker and returns false. A terminal
+// run fails with engine.ErrRunTerminal. ev.Error and ev.Totals, when set,
+// are stored with the cancelled run.
+func (db *DB) RequestCancel(ctx context.Context, id string, ev engine.Event, now time.Time) (bool, error) {
+	const cancel = `UPDATE agent_run
+		SET status = 'cancelled', termination_reason = 'cancelled', error = ?,
+			iterations = COALESCE(?, iterations), prompt_tokens = COALESCE(?, prompt_tokens),
+			completion_tokens = COALESCE(?, completion_tokens), total_tokens = COALESCE(?, total_tokens),
+			suspended_state = NULL, pending_digest = '', claimed_by = '', lease_expires_at = NULL,
+			last_seq = last_seq + 1, finished_at = ?, updated_at = ?
+		WHERE id = ? AND status IN ('queued', 'waiting_for_approval')
+		RETURNING last_seq`
+	const flag = `UPDATE agent_run SET cancel_requested = 1, updated_at = ?
+		WHERE id = ? AND status = 'running'`
+	var totals [4]any // NULL keeps the stored counters
+	if t := ev.Totals; t != nil {
+		totals = [4]any{t.Iterations, t.Usage.PromptTokens, t.Usage.CompletionTokens, t.Usage.TotalTokens}
+	}
+	ms := millis(now)
+	var cancelled bool
+	err := db.inTx(ctx, func(tx *sqlx.Tx) error {
+		var seq int64
+		err := tx.GetContext(ctx, &seq, cancel, ev.Error, totals[0], totals[1], totals[2], totals[3], ms, ms, id)
+		if err == nil {
+			cancelled = true
+			return insertEvent(ctx, tx, id, seq, ev, now)
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, flag, ms, id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 1 {
+			return err
+		}
+		st, err := lookupStatus(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if st.Terminal() {
+			return engine.ErrRunTerminal
+		}
+		return fmt.Errorf("unexpected status %s", st)
+	})
+	if err != nil {
+		return false, fmt.Errorf("cancel run %s: %w", id, err)
+	}
+	return cancelled, nil
+}
+
+// ExpiredRuns lists running runs whose lease expired before now, the
+// longest expired first. INDEXED BY pins the partial lease index, which the
+// planner, without statistics, passes over for the status index.
+func (db *DB) ExpiredRuns(ctx context.Context, now time.Time, limit int) ([]engine.Run, error) {
+	const q = `SELECT ` + runColumns + ` FROM agent_run INDEXED BY agent_run_lease
+		WHERE status = 'running' AND lease_expires_at < ?
+		ORDER BY lease_expires_at LIMIT ?`
+	var rows []runRow
+	if err := db.db.SelectContext(ctx, &rows, q, millis(now), clampLimit(limit, 100, 1000)); err != nil {
+		return nil, fmt.Errorf("expired runs: %w", err)
+	}
+	return runsOf(rows), nil
+}
+
+// QueuedRuns lists queued runs, oldest first.
+func (db *DB) QueuedRuns(ctx context.Context, limit int) ([]engine.Run, error) {
+	const q = `SELECT ` + runColumns + ` FROM agent_run
+		WHERE status = 'queued' ORDER BY created_at, id LIMIT ?`
+	var rows []runRow
+	if err := db.db.SelectContext(ctx, &rows, q, clampLimit(limit, 100, 1000)); err != nil {
+		return nil, fmt.Errorf("queued runs: %w", err)
+	}
+	return runsOf(rows), nil
+}
+
+// Events returns up to limit events of run id with seq > after, in order; a
+// limit of zero or less means no limit. It reads the
+// primary key from after onwards, so its cost does not depend on how many
+// events come before. An unknown run is engine.ErrRunNotFound.
+func (db *DB) Events(ctx context.Context, id string, after int64, limit int) ([]engine.RecordedEvent, error) {
+	const q = `SELECT seq, payload FROM agent_run_event
+		WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	var rows []eventRow
+	if err := db.db.SelectContext(ctx, &rows, q, id, after, limit); err != nil {
+		return nil, fmt.Errorf("events of run %s: %w", id, err)
+	}
+	if len(rows) == 0 {
+		// Tell an unknown run from one with nothing new.
+		if _, err := db.Run(ctx, id); err != nil {
+			return nil, fmt.Errorf("events: %w", err)
+		}
+	}
+	evs := make([]engine.RecordedEvent, len(rows))
+	for i, r := range rows {
+		ev, err := r.event()
+		if err != nil {
+			return nil, fmt.Errorf("events of run %s: %w", id, err)
+		}
+		evs[i] = engine.RecordedEvent{RunID: id, Seq: r.Seq, Event: ev}
+	}
+	return evs, nil
+}
+
+// eventRow is a row of agent_run_event as scanned.
+type eventRow struct {
+	Seq     int64  `db:"seq"`
+	Payload string `db:"payload"`
+}
+
+func (r eventRow) event() (engine.Event, error) {
+	var ev engine.Event
+	if err := json.Unmarshal([]byte(r.Payload), &ev); err != nil {
+		return engine.Event{}, fmt.Errorf("decode event %d: %w", r.Seq, err)
+	}
+	return ev, nil
+}
+
+// insertEvent stores ev as event seq of run id. An event without a time is
+// stamped with now.
+func insertEvent(ctx context.Context, tx *sqlx.Tx, id string, seq int64, ev engine.Event, now time.Time) error {
+	const q = `INSERT INTO agent_run_event (run_id, seq, kind, payload, created_at)
+		VALUES (?, ?, ?, ?, ?)`
+	if ev.At.IsZero() {
+		ev.At = now
+	}
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("encode %s event: %w", ev.Kind, err)
+	}
+	if _, err := tx.ExecContext(ctx, q, id, seq, ev.Kind, payload, millis(ev.At)); err != nil {
+		return fmt.Errorf("insert %s event: %w", ev.Kind, err)
+	}
+	return nil
+}
+
+// lookupStatus returns the status of run id, or engine.ErrRunNotFound.
+func lookupStatus(ctx context.Context, tx *sqlx.Tx, id string) (engine.Status, error) {
+	const q = `SELECT status FROM agent_run WHERE id = ?`
+	var st string
+	if err := tx.GetContext(ctx, &st, q, id); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", engine.ErrRunNotFound
+		}
+		return "", err
+	}
+	return engine.Status(st), nil
+}
+
+// heldError says why an update of a run that must be held by a worker
+// changed no row: the run is gone (ErrRunNotFound), ended (ErrLeaseLost and
+// ErrRunTerminal both match) or not held by that worker (ErrLeaseLost).
+func heldError(ctx context.Context, tx *sqlx.Tx, id string) error {
+	st, err := lookupStatus(ctx, tx, id)
+	if err != nil {
+		return err
+	}
+	if st.Terminal() {
+		return fmt.Errorf("%w: %w", engine.ErrLeaseLost, engine.ErrRunTerminal)
+	}
+	return engine.ErrLeaseLost
+}
+
+// lastDecision returns the latest decision event of run id, if any.
+func lastDecision(ctx context.Context, q sqlx.QueryerContext, id string) (engine.Event, bool, error) {
+	const query = `SELECT seq, payload FROM agent_run_event
+		WHERE run_id = ? AND kind = 'decision' ORDER BY seq DESC LIMIT 1`
+	var row eventRow
+	if err := sqlx.GetContext(ctx, q, &row, query, id); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return engine.Event{}, false, nil
+		}
+		return engine.Event{}, false, err
+	}
+	ev, err := row.event()
+	if err != nil {
+		return engine.Event{}, false, err
+	}
+	return ev, true, nil
+}
+
+// clampLimit returns def for n <= 0 and at most max.
+func clampLimit(n, def, max int) int {
+	switch {
+	case n <= 0:
+		return def
+	case n > max:
+		return max
+	}
+	return n
+}

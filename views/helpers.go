@@ -1,0 +1,257 @@
+package views
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/a-h/templ"
+)
+
+// longResult is the length, in characters, above which a tool result is
+// folded into a <details> element.
+const longResult = 600
+
+// htmxConfig keeps error responses from replacing the element that asked:
+// for 4xx and 5xx only the out-of-band parts (the flash) are swapped in.
+// Script tags and eval stay off because nothing we render needs them.
+const htmxConfig = `{"includeIndicatorCSS":false,"allowEval":false,"allowScriptTags":false,` +
+	`"responseHandling":[{"code":"204","swap":false},{"code":"[23]..","swap":true},` +
+	`{"code":"[45]..","swap":true,"error":true,"swapOverride":"none"}]}`
+
+func pageTitle(t string) string {
+	if t == "" {
+		return "countersign"
+	}
+	return t + " · countersign"
+}
+
+func canOperate(u *User) bool {
+	return u != nil && (u.Role == "operator" || u.Role == "admin")
+}
+
+func isAdmin(u *User) bool {
+	return u != nil && u.Role == "admin"
+}
+
+// navAttrs marks the nav link of the current section.
+func navAttrs(active, name string) templ.Attributes {
+	if active == name {
+		return templ.Attributes{"aria-current": "page", "class": "active"}
+	}
+	return templ.Attributes{}
+}
+
+func flashKind(k string) string {
+	switch k {
+	case "ok", "error", "info":
+		return k
+	}
+	return "info"
+}
+
+func flashRole(k string) string {
+	if k == "error" {
+		return "alert"
+	}
+	return "status"
+}
+
+var statuses = map[string]bool{
+	"queued": true, "running": true, "waiting_for_approval": true,
+	"completed": true, "failed": true, "cancelled": true,
+}
+
+func statusClass(s string) string {
+	if statuses[s] {
+		return "status-" + s
+	}
+	return "status-unknown"
+}
+
+func statusLabel(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return strings.ReplaceAll(s, "_", " ")
+}
+
+func isTerminal(s string) bool {
+	return s == "completed" || s == "failed" || s == "cancelled"
+}
+
+func runURL(id string) string {
+	return "/runs/" + url.PathEscape(id)
+}
+
+func cancelURL(id string) string {
+	return runURL(id) + "/cancel"
+}
+
+func pollURL(id string, after int64) string {
+	return runURL(id) + "/steps?after=" + strconv.FormatInt(after, 10)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func stepID(seq int64) string { return "step-" + strconv.FormatInt(seq, 10) }
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// diffClass classes a preview line by its first character, as in a unified diff.
+func diffClass(line string) string {
+	switch {
+	case strings.HasPrefix(line, "+"):
+		return "diff-line diff-add"
+	case strings.HasPrefix(line, "-"):
+		return "diff-line diff-del"
+	case strings.HasPrefix(line, "@@"):
+		return "diff-line diff-hunk"
+	}
+	return "diff-line"
+}
+
+func isLong(s string) bool {
+	return utf8.RuneCountInString(s) > longResult
+}
+
+func runeCount(s string) int { return utf8.RuneCountInString(s) }
+
+func stepLabel(kind string) string {
+	switch kind {
+	case "prompt":
+		return "Prompt"
+	case "model_turn":
+		return "Model"
+	case "tool_started":
+		return "Tool"
+	case "tool_finished":
+		return "Result"
+	case "suspended":
+		return "Waiting"
+	case "decision":
+		return "Decision"
+	case "finished":
+		return "Finished"
+	case "failed":
+		return "Failed"
+	}
+	return kind
+}
+
+// outcomeLabel names the outcomes that mean the tool did not run as asked;
+// it is empty for ok and for a plain tool error.
+func outcomeLabel(o string) string {
+	switch o {
+	case "denied":
+		return "denied"
+	case "not_permitted":
+		return "not permitted"
+	case "bad_arguments":
+		return "bad arguments"
+	case "unknown_tool":
+		return "unknown tool"
+	}
+	return ""
+}
+
+func decisionLabel(d string) string {
+	switch d {
+	case "approve":
+		return "Approved"
+	case "deny":
+		return "Denied"
+	}
+	return d
+}
+
+func terminationLabel(t string) string {
+	return strings.ReplaceAll(t, "_", " ")
+}
+
+func toolNames(calls []ToolCallView) string {
+	names := make([]string, len(calls))
+	for i, c := range calls {
+		names[i] = c.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// previewFor finds the preview of a pending call.
+func previewFor(previews []PreviewView, callID string) []string {
+	for _, p := range previews {
+		if p.CallID == callID {
+			return p.Lines
+		}
+	}
+	return nil
+}
+
+// defaultModel is the model an example prompt runs on: the one chosen, else
+// the first offered.
+func defaultModel(v NewRunView) string {
+	if v.Model != "" {
+		return v.Model
+	}
+	if len(v.Models) > 0 {
+		return v.Models[0].Name
+	}
+	return ""
+}
+
+// nextAfter is where the next poll starts: after the last step sent.
+func nextAfter(v StepsUpdate) int64 {
+	after := v.After
+	for _, s := range v.Steps {
+		after = max(after, s.Seq)
+	}
+	return after
+}
+
+func roles() []string { return []string{"viewer", "operator", "admin"} }
+
+func errorTitle(v ErrorView) string {
+	if v.Title != "" {
+		return v.Title
+	}
+	return "Something went wrong"
+}
+
+func agentTitle(a AgentOption) string {
+	if a.Title != "" {
+		return a.Title
+	}
+	return a.Name
+}
+
+func modelLabel(m ModelOption) string {
+	if m.Description != "" {
+		return m.Name + " — " + m.Description
+	}
+	return m.Name
+}
+
+func matchCount(n int) string {
+	if n == 1 {
+		return "1 run matches"
+	}
+	return strconv.Itoa(n) + " runs match"
+}
+
+func userURL(id int64, action string) string {
+	return "/users/" + strconv.FormatInt(id, 10) + "/" + action
+}
+
+func approvalIntro(n int) string {
+	if n == 1 {
+		return "The agent wants to make a call that changes something. It does not run until a person approves it."
+	}
+	return "The agent wants to make " + strconv.Itoa(n) + " calls that change something. None runs until a person approves them."
+}

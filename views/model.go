@@ -1,0 +1,229 @@
+// Package views holds the templ components of the web interface and the plain
+// view structs they take. It knows nothing of the engine, the store or the
+// web layer: handlers fill these structs and render one component.
+package views
+
+// Layout is what every full page needs besides its own content.
+type Layout struct {
+	// Title is the page title; " · countersign" is appended.
+	Title string
+	// User is the signed-in user, nil on the login page.
+	User *User
+	// CSRF is the token every form posts as _csrf.
+	CSRF string
+	// Flash is the one-off message shown above the content, if any.
+	Flash *Flash
+	// InboxCount is the number of runs waiting for approval.
+	InboxCount int
+	// Active names the nav entry to mark: "playground", "runs", "inbox" or "users".
+	Active string
+	// CSS, JS and HTMX are the asset URLs. An empty URL leaves its tag out:
+	// without htmx the pages still work as plain forms and links.
+	CSS, JS, HTMX string
+}
+
+// User is the signed-in user as the nav shows it.
+type User struct {
+	Name string
+	// Role is "admin", "operator" or "viewer".
+	Role string
+}
+
+// Flash is a one-off message after a redirect or an htmx action.
+type Flash struct {
+	// Kind is "ok", "error" or "info".
+	Kind string
+	Text string
+}
+
+// LoginView is the sign-in form.
+type LoginView struct {
+	Name  string
+	Error string
+	// Next is where to go after signing in.
+	Next string
+}
+
+// NewRunView is the playground: the form that starts a run.
+type NewRunView struct {
+	Agents []AgentOption
+	Models []ModelOption
+	// Agent, Model and Prompt are the values to preselect or refill.
+	Agent, Model, Prompt string
+	Error                string
+}
+
+// AgentOption is an agent the playground offers.
+type AgentOption struct {
+	Name, Title, Description string
+	// Examples are prompts that start a run in one click.
+	Examples []string
+	// SecondApprover says this agent's writes need an approver other than
+	// the person who started the run.
+	SecondApprover bool
+}
+
+// ModelOption is a model the playground offers.
+type ModelOption struct {
+	Name, Description string
+}
+
+// RunView is the run page.
+type RunView struct {
+	Run   RunHeader
+	Steps []Step
+	// LastSeq is the seq of the last step in Steps; polling asks for later ones.
+	LastSeq int64
+	// Card is the pending approval, nil unless the run waits for one.
+	Card *ApprovalCard
+	// Polling is true while the run may still produce steps on its own
+	// (queued or running); false when it waits or has ended.
+	Polling bool
+	// CanDecide is true when the viewer may approve or deny (operator or admin).
+	CanDecide bool
+	// CanCancel is true when the viewer may cancel and the run has not ended.
+	CanCancel bool
+}
+
+// RunHeader is the summary at the top of the run page.
+type RunHeader struct {
+	ID, Agent, Model, Status, InitiatedBy, Termination, Error string
+	Iterations, PromptTokens, CompletionTokens, TotalTokens   int
+	Duration                                                  string
+	CreatedAt                                                 string
+}
+
+// Step is one event of a run, flattened for display. Only the fields of its
+// Kind are set; see StepItem.
+type Step struct {
+	Seq int64
+	// Kind is one of prompt, model_turn, tool_started, tool_finished,
+	// suspended, decision, finished, failed.
+	Kind string
+	At   string
+	// Text is the prompt, the assistant's text or the final answer.
+	Text      string
+	ToolCalls []ToolCallView
+	// Tool, CallID and ArgsPretty describe the call of a tool step.
+	Tool       string
+	CallID     string
+	ArgsPretty string
+	Result     string
+	IsError    bool
+	// Outcome is ok, tool_error, unknown_tool, bad_arguments, denied or not_permitted.
+	Outcome string
+	// Write marks a tool that required approval.
+	Write    bool
+	Duration string
+	Usage    string
+	Pending  []ToolCallView
+	Previews []PreviewView
+	// Decision is "approve" or "deny"; By and Reason say who and why.
+	Decision, By, Reason string
+	Termination, Error   string
+	Totals               string
+}
+
+// ToolCallView is one tool call with its arguments as indented JSON.
+type ToolCallView struct {
+	ID, Name, ArgsPretty string
+}
+
+// PreviewView is what a pending call would do, as lines (a diff for an update).
+type PreviewView struct {
+	CallID, Tool string
+	Lines        []string
+}
+
+// ApprovalCard is the decision form for a suspended turn.
+type ApprovalCard struct {
+	RunID string
+	// Digest names the turn being decided; a decision on another turn is stale.
+	Digest string
+	Calls  []PendingCall
+	CSRF   string
+	// CanDecide shows the form; without it the card is read-only.
+	CanDecide bool
+	// Note explains a restriction, e.g. four-eyes.
+	Note string
+	// CanApprove enables the approve button; false (four-eyes) leaves only deny.
+	CanApprove bool
+	// Error is why the last decision was refused.
+	Error string
+}
+
+// PendingCall is one call awaiting approval.
+type PendingCall struct {
+	ID, Tool, ArgsPretty string
+	Preview              []string
+}
+
+// StepsUpdate is the answer to a poll for the steps after a seq.
+type StepsUpdate struct {
+	RunID string
+	// Steps are the steps after the polled seq, oldest first.
+	Steps []Step
+	// After is the seq the next poll starts from; the last step's seq wins
+	// when it is larger.
+	After  int64
+	Header RunHeader
+	Card   *ApprovalCard
+	// Polling keeps polling on; false stops it (the run waits or has ended).
+	Polling bool
+	// InboxCount refreshes the nav badge.
+	InboxCount int
+}
+
+// InboxView lists every run waiting for approval.
+type InboxView struct {
+	Items []InboxItem
+}
+
+// InboxItem is one waiting run.
+type InboxItem struct {
+	RunID, Agent, InitiatedBy, Age, Prompt string
+	// Tools are the names of the pending calls.
+	Tools []string
+}
+
+// HistoryView is the filtered, paginated list of runs.
+type HistoryView struct {
+	Rows     []HistoryRow
+	Filter   HistoryFilter
+	Statuses []string
+	Agents   []string
+	// Total is how many runs match the filter.
+	Total int
+	// NextURL is the next page, empty on the last.
+	NextURL string
+}
+
+// HistoryRow is one run in the history.
+type HistoryRow struct {
+	ID, Agent, Model, Status, InitiatedBy, Prompt, Created, Duration string
+	Tokens                                                           int
+}
+
+// HistoryFilter is the history's filter form.
+type HistoryFilter struct {
+	Status, Agent, Initiator, Q string
+}
+
+// UsersView is the admin's user list.
+type UsersView struct {
+	Users []UserRow
+	Error string
+}
+
+// UserRow is one user.
+type UserRow struct {
+	ID                  int64
+	Name, Role, Created string
+	Disabled            bool
+}
+
+// ErrorView is a readable error for a person.
+type ErrorView struct {
+	Status         int
+	Title, Message string
+}

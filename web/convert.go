@@ -1,0 +1,118 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"countersign/engine"
+	"countersign/views"
+)
+
+// header turns a run into the run page's header.
+func header(r engine.Run, now time.Time) views.RunHeader {
+	return views.RunHeader{
+		ID: r.ID, Agent: r.Agent, Model: r.Model, Status: string(r.Status), InitiatedBy: r.InitiatedBy,
+		Termination: string(r.Termination), Error: r.Error, Iterations: r.Iterations,
+		PromptTokens: r.Usage.PromptTokens, CompletionTokens: r.Usage.CompletionTokens, TotalTokens: r.Usage.TotalTokens,
+		Duration: runDuration(r, now), CreatedAt: stamp(r.CreatedAt),
+	}
+}
+
+// runDuration is the wall time from creation to the end, or to now.
+func runDuration(r engine.Run, now time.Time) string {
+	end := r.FinishedAt
+	if end.IsZero() {
+		end = now
+	}
+	return humanDuration(end.Sub(r.CreatedAt))
+}
+
+func humanDuration(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	case d < time.Minute:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	case d < time.Hour:
+		return d.Truncate(time.Second).String()
+	case d < 48*time.Hour:
+		return d.Truncate(time.Minute).String()
+	default:
+		return fmt.Sprintf("%dd", int(d.Hours()/24))
+	}
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+// step turns a recorded event into a step of the run page.
+func step(re engine.RecordedEvent) views.Step {
+	ev := re.Event
+	s := views.Step{Seq: re.Seq, Kind: string(ev.Kind), At: stamp(ev.At), Text: ev.Text,
+		IsError: ev.IsError, Outcome: string(ev.Outcome), Write: ev.Write, Result: ev.Result,
+		Decision: ev.Decision, By: ev.By, Reason: ev.Reason, Termination: string(ev.Termination), Error: ev.Error}
+	if ev.DurationMS > 0 {
+		s.Duration = humanDuration(time.Duration(ev.DurationMS) * time.Millisecond)
+	}
+	if ev.Usage != nil {
+		s.Usage = fmt.Sprintf("%d tokens (%d prompt, %d completion)", ev.Usage.TotalTokens, ev.Usage.PromptTokens, ev.Usage.CompletionTokens)
+	}
+	if ev.Totals != nil {
+		s.Totals = fmt.Sprintf("%d model calls, %d tokens", ev.Totals.Iterations, ev.Totals.Usage.TotalTokens)
+	}
+	if ev.Call != nil {
+		s.Tool, s.CallID, s.ArgsPretty = ev.Call.Name, ev.Call.ID, prettyJSON(ev.Call.Arguments)
+	}
+	s.ToolCalls = callViews(ev.ToolCalls)
+	s.Pending = callViews(ev.Pending)
+	for _, p := range ev.Previews {
+		s.Previews = append(s.Previews, views.PreviewView{CallID: p.CallID, Tool: p.Tool, Lines: p.Lines})
+	}
+	return s
+}
+
+func steps(evs []engine.RecordedEvent) []views.Step {
+	out := make([]views.Step, len(evs))
+	for i, e := range evs {
+		out[i] = step(e)
+	}
+	return out
+}
+
+func callViews(calls []engine.ToolCall) []views.ToolCallView {
+	var out []views.ToolCallView
+	for _, c := range calls {
+		out = append(out, views.ToolCallView{ID: c.ID, Name: c.Name, ArgsPretty: prettyJSON(c.Arguments)})
+	}
+	return out
+}
+
+// prettyJSON indents valid JSON and leaves anything else as it came.
+func prettyJSON(s string) string {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, []byte(s), "", "  "); err != nil {
+		return s
+	}
+	return buf.String()
+}
+
+// card builds the approval card of a waiting run from its suspended state.
+func card(run engine.Run, st *engine.SuspendedState) *views.ApprovalCard {
+	previews := map[string][]string{}
+	for _, p := range st.Previews {
+		previews[p.CallID] = p.Lines
+	}
+	c := &views.ApprovalCard{RunID: run.ID, Digest: run.PendingDigest}
+	for _, call := range st.Pending {
+		c.Calls = append(c.Calls, views.PendingCall{ID: call.ID, Tool: call.Name, ArgsPretty: prettyJSON(call.Arguments), Preview: previews[call.ID]})
+	}
+	return c
+}

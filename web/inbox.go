@@ -1,0 +1,48 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"countersign/engine"
+	"countersign/views"
+)
+
+// maxInbox bounds the inbox page.
+const maxInbox = 500
+
+// inbox lists every run waiting for approval, oldest first.
+func (s *server) inbox(c echo.Context) error {
+	ctx := c.Request().Context()
+	runs, err := s.db.WaitingRuns(ctx, maxInbox)
+	if err != nil {
+		return err
+	}
+	var v views.InboxView
+	now := s.now()
+	for _, r := range runs {
+		item := views.InboxItem{RunID: r.ID, Agent: r.Agent, InitiatedBy: r.InitiatedBy, Prompt: r.Prompt,
+			Age: humanDuration(now.Sub(r.UpdatedAt))}
+		if blob, err := s.db.SuspendedState(ctx, r.ID); err == nil {
+			if st, err := engine.DecodeState(blob); err == nil {
+				for _, p := range st.Pending {
+					item.Tools = append(item.Tools, p.Name)
+				}
+			} else {
+				item.Tools = []string{"(damaged state)"}
+			}
+		}
+		v.Items = append(v.Items, item)
+	}
+	return render(c, http.StatusOK, views.InboxPage(s.layout(c, "Inbox", "inbox"), v))
+}
+
+// inboxCount renders the nav badge alone, for its own polling.
+func (s *server) inboxCount(c echo.Context) error {
+	n, err := s.db.CountWaiting(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.InboxBadge(n))
+}

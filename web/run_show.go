@@ -1,0 +1,80 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"countersign/engine"
+	"countersign/store"
+	"countersign/views"
+)
+
+// maxPageSteps bounds the steps the run page renders at once; polling
+// fetches the rest in pages of maxPollSteps.
+const (
+	maxPageSteps = 2000
+	maxPollSteps = 500
+)
+
+// runShow renders the run page: header, steps, approval card when waiting.
+func (s *server) runShow(c echo.Context) error {
+	ctx := c.Request().Context()
+	run, err := s.db.Run(ctx, c.Param("id"))
+	if err != nil {
+		return err
+	}
+	evs, err := s.db.Events(ctx, run.ID, 0, maxPageSteps)
+	if err != nil {
+		return err
+	}
+	v := views.RunView{Run: header(run, s.now()), Steps: steps(evs), Card: s.approvalCard(c, run),
+		CanDecide: hasRole(c, store.RoleOperator), CanCancel: hasRole(c, store.RoleOperator) && !run.Status.Terminal()}
+	if len(evs) > 0 {
+		v.LastSeq = evs[len(evs)-1].Seq
+	}
+	v.Polling = polling(run) || len(evs) == maxPageSteps
+	return render(c, http.StatusOK, views.RunPage(s.layout(c, "Run "+run.ID, "runs"), v))
+}
+
+// polling reports whether the run may produce steps on its own.
+func polling(run engine.Run) bool {
+	return run.Status == engine.StatusQueued || run.Status == engine.StatusRunning
+}
+
+// approvalCard is the card of a waiting run for the current user, or nil. A
+// state that does not decode gives a read-only card saying so.
+func (s *server) approvalCard(c echo.Context, run engine.Run) *views.ApprovalCard {
+	if run.Status != engine.StatusWaiting {
+		return nil
+	}
+	blob, err := s.db.SuspendedState(c.Request().Context(), run.ID)
+	if err != nil {
+		s.log.Error("load suspended state", "run", run.ID, "err", err)
+		return &views.ApprovalCard{RunID: run.ID, Digest: run.PendingDigest, Error: "The pending turn could not be loaded."}
+	}
+	st, err := engine.DecodeState(blob)
+	if err != nil {
+		s.log.Error("decode suspended state", "run", run.ID, "err", err)
+		return &views.ApprovalCard{RunID: run.ID, Digest: run.PendingDigest, CSRF: csrfToken(c),
+			Error: "The stored state of this run is damaged, so it cannot be approved. An operator can cancel it."}
+	}
+	card := card(run, st)
+	card.CSRF = csrfToken(c)
+	card.CanDecide = hasRole(c, store.RoleOperator)
+	card.CanApprove = card.CanDecide
+	if u, ok := currentUser(c); ok && card.CanDecide && s.fourEyes(run.Agent) && u.Name == run.InitiatedBy {
+		card.CanApprove = false
+		card.Note = "You started this run and its agent needs a second approver: another operator must approve it. You may deny it."
+	}
+	return card
+}
+
+// fourEyes reports whether runs of the agent need a second approver.
+func (s *server) fourEyes(agent string) bool {
+	if s.cfg.FourEyes {
+		return true
+	}
+	a, ok := s.rt.Agent(agent)
+	return ok && a.SecondApprover
+}

@@ -1,0 +1,90 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"countersign/engine"
+	"countersign/views"
+)
+
+// toolResume applies an operator's decision on a waiting turn: the
+// counterpart of nrllm_tool_resume. Without JavaScript it answers with a 303
+// to the run and a flash message; with htmx it swaps the card in place. A
+// refusal keeps its status code (404, 409, 403, 422) and shows why; a stale
+// decision shows the current card.
+func (s *server) toolResume(c echo.Context) error {
+	ctx := c.Request().Context()
+	u, _ := currentUser(c)
+	runID, digest, decision, reason := c.FormValue("run_id"), c.FormValue("digest"), c.FormValue("decision"), c.FormValue("reason")
+
+	if decision != engine.DecisionApprove && decision != engine.DecisionDeny {
+		return s.resumeRefused(c, runID, newHTTPError(http.StatusUnprocessableEntity, "Check your input", "The decision must be approve or deny."))
+	}
+	if !utf8.ValidString(reason) || utf8.RuneCountInString(reason) > engine.MaxReasonRunes {
+		return s.resumeRefused(c, runID, newHTTPError(http.StatusUnprocessableEntity, "Check your input", "The reason must be text of at most 2,000 characters."))
+	}
+	run, err := s.db.Run(ctx, runID)
+	if err != nil {
+		return err
+	}
+	err = s.rt.Decide(ctx, run.ID, engine.Decision{Approve: decision == engine.DecisionApprove, Digest: digest, By: u.Name, Reason: reason})
+	if err != nil {
+		s.log.Info("decision refused", "run", run.ID, "by", u.Name, "decision", decision, "err", err)
+		return s.resumeRefused(c, run.ID, err)
+	}
+	s.log.Info("decision", "run", run.ID, "by", u.Name, "decision", decision)
+
+	text := "Approved. The run carries on."
+	if decision == engine.DecisionDeny {
+		text = "Denied. The agent has been told not to retry."
+	}
+	if isHTMX(c) {
+		return render(c, http.StatusOK, views.DecisionFragment(run.ID, views.Flash{Kind: "ok", Text: text}, nil, run.LastSeq))
+	}
+	if err := setFlash(c, "ok", text); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/runs/"+run.ID)
+}
+
+// resumeRefused answers a refused decision with its status: with htmx, the
+// current card (or an error fragment) and the reason; without, the run page
+// with the reason, or the error page when there is no run to show.
+func (s *server) resumeRefused(c echo.Context, runID string, cause error) error {
+	he := classify(cause)
+	if errors.Is(cause, engine.ErrRunNotFound) || runID == "" {
+		return cause
+	}
+	ctx := c.Request().Context()
+	run, err := s.db.Run(ctx, runID)
+	if err != nil {
+		return err
+	}
+	card := s.approvalCard(c, run)
+	if isHTMX(c) {
+		if card == nil {
+			return render(c, he.status, views.DecisionFragment(run.ID, views.Flash{Kind: "error", Text: he.message}, nil, run.LastSeq))
+		}
+		card.Error = he.message
+		return render(c, he.status, views.DecisionFragment(run.ID, views.Flash{Kind: "error", Text: he.message}, card, run.LastSeq))
+	}
+	evs, err := s.db.Events(ctx, run.ID, 0, maxPageSteps)
+	if err != nil {
+		return err
+	}
+	if card != nil {
+		card.Error = he.message
+	}
+	v := views.RunView{Run: header(run, s.now()), Steps: steps(evs), Card: card, Polling: polling(run),
+		CanDecide: card != nil && card.CanDecide, CanCancel: hasRole(c, "operator") && !run.Status.Terminal()}
+	if len(evs) > 0 {
+		v.LastSeq = evs[len(evs)-1].Seq
+	}
+	l := s.layout(c, he.title, "runs")
+	l.Flash = &views.Flash{Kind: "error", Text: he.title + ": " + he.message}
+	return render(c, he.status, views.RunPage(l, v))
+}

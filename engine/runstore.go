@@ -128,6 +128,9 @@ type RunStore interface {
 	// and returns cancelled=true; for a running run it sets the cancel flag
 	// that the worker sees at its next step and returns cancelled=false.
 	RequestCancel(ctx context.Context, id string, ev Event, now time.Time) (cancelled bool, err error)
+	// LastDecision returns the latest decision event of a run and true, or
+	// false when it has none.
+	LastDecision(ctx context.Context, id string) (Event, bool, error)
 	// ExpiredRuns lists running runs whose lease expired before now.
 	ExpiredRuns(ctx context.Context, now time.Time, limit int) ([]Run, error)
 	// QueuedRuns lists queued runs, oldest first.

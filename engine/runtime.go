@@ -207,8 +207,7 @@ func (r *Runtime) Decide(ctx context.Context, runID string, d Decision) error {
 		return fmt.Errorf("decide: %w", err)
 	}
 	if run.Status != StatusWaiting {
-		// Let the store's claim say why (decided by whom, terminal, …).
-		return r.claimErr(ctx, runID, d)
+		return r.notWaitingErr(ctx, run, d)
 	}
 	blob, err := r.cfg.Store.SuspendedState(ctx, runID)
 	if err != nil {
@@ -257,17 +256,20 @@ func (r *Runtime) Decide(ctx context.Context, runID string, d Decision) error {
 	return nil
 }
 
-// claimErr explains why a run that is not waiting cannot be decided.
-func (r *Runtime) claimErr(ctx context.Context, runID string, d Decision) error {
-	// A digest that no turn has: this claim can only lose, and its error
-	// says why (already decided, by whom and when; terminal; not waiting).
-	_, err := r.cfg.Store.ClaimRun(ctx, runID, Claim{Digest: "-", Owner: "-", Now: r.cfg.Now(),
-		Event: Event{Kind: EventDecision}})
-	if err == nil {
-		// Cannot happen for a run that is not waiting; never leave it claimed.
-		return fmt.Errorf("decide run %s: %w", runID, ErrNotWaiting)
+// notWaitingErr explains why a run that is not waiting cannot be decided:
+// already decided (by whom and when), ended, or not waiting at all.
+func (r *Runtime) notWaitingErr(ctx context.Context, run Run, d Decision) error {
+	ev, ok, err := r.cfg.Store.LastDecision(ctx, run.ID)
+	if err != nil {
+		return fmt.Errorf("decide run %s: %w", run.ID, err)
 	}
-	return fmt.Errorf("decide run %s: %w", runID, err)
+	if ok && (run.Status == StatusRunning || ev.Digest == d.Digest) {
+		return fmt.Errorf("decide run %s: %w", run.ID, &DecidedError{By: ev.By, At: ev.At, Dec: ev.Decision})
+	}
+	if run.Status.Terminal() {
+		return fmt.Errorf("decide run %s: %w", run.ID, ErrRunTerminal)
+	}
+	return fmt.Errorf("decide run %s: %w", run.ID, ErrNotWaiting)
 }
 
 // Cancel cancels a run: a queued or waiting run at once, a running one at its
@@ -482,6 +484,10 @@ func (r *Runtime) carryOn(ctx context.Context, loop *Loop, run Run, rec *durable
 func (r *Runtime) settle(rec *durableRecorder, res *Result, err error) {
 	var are *ApprovalRequiredError
 	if errors.As(err, &are) {
+		if rec.cancelRequested.Load() {
+			r.finish(rec, res, &RunError{Termination: TermCancelled, Err: context.Canceled})
+			return
+		}
 		r.suspend(rec, are.State)
 		return
 	}
@@ -513,6 +519,7 @@ func (r *Runtime) suspend(rec *durableRecorder, st *SuspendedState) {
 	if err == nil {
 		err = r.cfg.Store.SuspendRun(context.Background(), rec.runID, rec.owner, blob, st.Digest(), ev, now)
 		if err == nil {
+			r.cancelIfRequested(rec.runID)
 			return
 		}
 		if errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrRunTerminal) {
@@ -523,6 +530,28 @@ func (r *Runtime) suspend(rec *durableRecorder, st *SuspendedState) {
 	}
 	r.log.Error("suspend", "run", rec.runID, "err", err)
 	r.finish(rec, nil, &RunError{Termination: TermStateError, Err: fmt.Errorf("could not store the suspension: %w", err)})
+}
+
+// cancelIfRequested cancels a just-suspended run whose cancel was requested
+// after the worker's last step: the flag alone would leave it in the inbox.
+func (r *Runtime) cancelIfRequested(runID string) {
+	run, err := r.cfg.Store.Run(context.Background(), runID)
+	if err != nil || !run.CancelRequested || run.Status != StatusWaiting {
+		return
+	}
+	now := r.cfg.Now()
+	if _, err := r.cfg.Store.RequestCancel(context.Background(), runID, Event{Kind: EventFailed, At: now,
+		Termination: TermCancelled, Error: "cancelled"}, now); err != nil {
+		r.log.Error("cancel after suspend", "run", runID, "err", err)
+	}
+}
+
+// Executing returns how many runs execute in this process now. A run that
+// waits for approval is not among them.
+func (r *Runtime) Executing() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.active)
 }
 
 // finish ends the run as completed, failed or cancelled.

@@ -65,7 +65,11 @@ type Option func(*DB)
 // WithNow sets the clock of the methods that take no time from their caller
 // (users, pages). The default is time.Now.
 func WithNow(now func() time.Time) Option {
-	return func(db *DB) { db.now = now }
+	return func(db *DB) {
+		if now != nil {
+			db.now = now
+		}
+	}
 }
 
 // WithBcryptCost sets the bcrypt cost of new password hashes. The default is
@@ -74,8 +78,9 @@ func WithBcryptCost(cost int) Option {
 	return func(db *DB) { db.bcryptCost = cost }
 }
 
-// Open opens the SQLite database at path, creating the file and its parent
-// directory if needed, and applies any pending migration.
+// Open opens the SQLite database file at path, creating the file and its
+// parent directory if needed, and applies any pending migration. Every
+// pooled connection gets the settings of dsnParams.
 func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o750); err != nil {

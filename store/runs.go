@@ -20,7 +20,7 @@ var _ engine.RunStore = (*DB)(nil)
 const runColumns = `id, agent, model, prompt, status, initiated_by, iterations,
 	prompt_tokens, completion_tokens, total_tokens, termination_reason, error,
 	pending_digest, claimed_by, lease_expires_at, attempts, cancel_requested,
-	created_at, started_at, updated_at, finished_at`
+	last_seq, created_at, started_at, updated_at, finished_at`
 
 // runRow is a row of agent_run as scanned.
 type runRow struct {
@@ -41,6 +41,7 @@ type runRow struct {
 	LeaseExpiresAt    *int64 `db:"lease_expires_at"`
 	Attempts          int    `db:"attempts"`
 	CancelRequested   bool   `db:"cancel_requested"`
+	LastSeq           int64  `db:"last_seq"`
 	CreatedAt         int64  `db:"created_at"`
 	StartedAt         *int64 `db:"started_at"`
 	UpdatedAt         int64  `db:"updated_at"`
@@ -68,6 +69,7 @@ func (r runRow) run() engine.Run {
 		LeaseExpiresAt:  nullMillis(r.LeaseExpiresAt),
 		Attempts:        r.Attempts,
 		CancelRequested: r.CancelRequested,
+		LastSeq:         r.LastSeq,
 		CreatedAt:       fromMillis(r.CreatedAt),
 		StartedAt:       nullMillis(r.StartedAt),
 		UpdatedAt:       fromMillis(r.UpdatedAt),

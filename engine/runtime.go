@@ -499,7 +499,8 @@ func (r *Runtime) settle(rec *durableRecorder, res *Result, err error) {
 	if err != nil && r.ctx.Err() != nil && !rec.cancelRequested.Load() {
 		// Shut down under the run: expire the lease so the next start's
 		// reaper carries it on at once.
-		if _, lerr := r.cfg.Store.RenewLease(context.Background(), rec.runID, rec.owner, r.cfg.Now()); lerr != nil && !errors.Is(lerr, ErrLeaseLost) {
+		expired := r.cfg.Now().Add(-time.Millisecond)
+		if _, lerr := r.cfg.Store.RenewLease(context.Background(), rec.runID, rec.owner, expired); lerr != nil && !errors.Is(lerr, ErrLeaseLost) {
 			r.log.Warn("release lease at shutdown", "run", rec.runID, "err", lerr)
 		}
 		return

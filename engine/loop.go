@@ -41,6 +41,26 @@ type Loop struct {
 	MaxIterations int    // DefaultMaxIterations when zero
 	Recorder      Recorder
 	Now           func() time.Time
+	// Fault, when set, is called at the loop's fault points (see
+	// FaultModelCall and the others). It exists for fault-injection tests
+	// and is nil in production.
+	Fault func(point string)
+}
+
+// Fault points of the loop and the runtime, named for fault-injection tests
+// that stop the process there.
+const (
+	FaultModelCall    = "model_call"    // a model call is about to be made
+	FaultWriteStarted = "write_started" // tool_started of a write is committed, the tool has not run
+	FaultWriteDone    = "write_done"    // a write ran, its tool_finished is not recorded yet
+	FaultToolFinished = "tool_finished" // a tool_finished event was just committed
+	FaultClaimed      = "claimed"       // a decision claimed a run, nothing of it ran yet
+)
+
+func (l *Loop) fault(point string) {
+	if l.Fault != nil {
+		l.Fault(point)
+	}
 }
 
 // NewLoop returns a loop for agent a on model m, reporting to rec.
@@ -192,6 +212,7 @@ func (l *Loop) runLoop(ctx context.Context, transcript []Message, iterations int
 			return result("", TermMaxIterations), err
 		}
 
+		l.fault(FaultModelCall)
 		start := l.now()
 		resp, err := l.Model.Generate(ctx, ModelRequest{Messages: cloneMessages(transcript), Tools: specs})
 		if err != nil {
@@ -289,8 +310,14 @@ func (l *Loop) execute(ctx context.Context, call ToolCall) (Invocation, error) {
 	if err := l.record(ctx, Event{Kind: EventToolStarted, Call: &c, Write: write}); err != nil {
 		return Invocation{}, err
 	}
+	if write {
+		l.fault(FaultWriteStarted)
+	}
 	start := l.now()
 	out, callErr, panicked := callTool(ctx, t, args)
+	if write {
+		l.fault(FaultWriteDone)
+	}
 	inv := Invocation{Call: call, Duration: l.now().Sub(start), Outcome: OutcomeOK, Result: truncate(out)}
 	if callErr != nil {
 		inv.IsError, inv.Outcome, inv.Result = true, OutcomeToolError, truncate("error: "+callErr.Error())
@@ -299,6 +326,7 @@ func (l *Loop) execute(ctx context.Context, call ToolCall) (Invocation, error) {
 		IsError: inv.IsError, Outcome: inv.Outcome, DurationMS: inv.Duration.Milliseconds()}); err != nil {
 		return Invocation{}, err
 	}
+	l.fault(FaultToolFinished)
 	if panicked {
 		return Invocation{}, &RunError{Termination: TermToolError, Err: fmt.Errorf("tool %s: %w", call.Name, callErr)}
 	}

@@ -501,3 +501,22 @@ func TestAssembleOrder(t *testing.T) {
 		t.Fatalf("assembled %+v", got)
 	}
 }
+
+func TestFaultPointsOrder(t *testing.T) {
+	read, write := newRead("get"), newWrite("put")
+	model := &scriptModel{responses: []ModelResponse{
+		calls(call("a", "get", `{}`), call("b", "put", `{}`)),
+		answer("ok"),
+	}}
+	var points []string
+	loop := &Loop{Model: model, Tools: []Tool{read, write}, Fault: func(p string) { points = append(points, p) }}
+	_, err := loop.Run(context.Background(), Request{Prompt: "p"})
+	st := mustSuspend(t, err)
+	if _, err := loop.Resume(context.Background(), st, approve(st, "ann")); err != nil {
+		t.Fatal(err)
+	}
+	want := "model_call,tool_finished,write_started,write_done,tool_finished,model_call"
+	if got := strings.Join(points, ","); got != want {
+		t.Fatalf("fault points\n got %s\nwant %s", got, want)
+	}
+}

@@ -57,6 +57,9 @@ type RuntimeConfig struct {
 	FourEyes bool
 	Now      func() time.Time
 	Logger   *slog.Logger
+	// Fault is the fault-injection hook handed to every loop and called at
+	// FaultClaimed; nil in production.
+	Fault func(point string)
 }
 
 // Runtime is the durable run coordinator. It starts runs on a bounded worker
@@ -252,6 +255,9 @@ func (r *Runtime) Decide(ctx context.Context, runID string, d Decision) error {
 		r.release(runID, owner, "the stored state did not decode after the claim")
 		return fmt.Errorf("decide run %s: %w", runID, err)
 	}
+	if r.cfg.Fault != nil {
+		r.cfg.Fault(FaultClaimed)
+	}
 	r.enqueue(job{runID: runID, owner: owner, state: state, decision: d})
 	return nil
 }
@@ -435,6 +441,7 @@ func (r *Runtime) drive(j job) {
 	}
 	loop := NewLoop(agent, model, rec)
 	loop.Now = r.cfg.Now
+	loop.Fault = r.cfg.Fault
 
 	var res *Result
 	if j.state != nil {

@@ -27,6 +27,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -58,6 +59,10 @@ type config struct {
 	fourEyes   bool
 	lease      time.Duration
 	logLevel   slog.Level
+	// fault is a fault-injection point for the crash tests, as point:N:
+	// the Nth time the process reaches point it says so and stops there
+	// until it is killed. Empty in production.
+	fault string
 }
 
 // loadConfig reads the COUNTERSIGN_* variables, with defaults that serve a
@@ -105,6 +110,12 @@ func loadConfig(getenv func(string) string) (config, error) {
 			return c, fmt.Errorf("COUNTERSIGN_LEASE: want a duration of at least 1s, got %q", v)
 		}
 		c.lease = d
+	}
+	if v := getenv("COUNTERSIGN_FAULT"); v != "" {
+		if _, _, err := parseFault(v); err != nil {
+			return c, err
+		}
+		c.fault = v
 	}
 	if v := getenv("COUNTERSIGN_LOG_LEVEL"); v != "" {
 		if err := c.logLevel.UnmarshalText([]byte(v)); err != nil {
@@ -198,6 +209,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 		Lease:    cfg.lease,
 		FourEyes: cfg.fourEyes,
 		Logger:   log,
+		Fault:    faultHook(cfg.fault, stdout),
 	})
 	if err != nil {
 		return err
@@ -250,6 +262,41 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	<-purgeDone
 	rt.Close()
 	return nil
+}
+
+// parseFault reads a fault-injection setting "point:N".
+func parseFault(v string) (string, int, error) {
+	point, nth, ok := strings.Cut(v, ":")
+	n, err := strconv.Atoi(nth)
+	if !ok || point == "" || err != nil || n < 1 {
+		return "", 0, fmt.Errorf("COUNTERSIGN_FAULT: want point:N such as write_started:1, got %q", v)
+	}
+	return point, n, nil
+}
+
+// faultHook returns the runtime's fault hook for a "point:N" setting: the
+// Nth time the point is reached it prints "fault point reached" and blocks
+// forever, so that a crash test can kill the process exactly there.
+func faultHook(setting string, stdout io.Writer) func(string) {
+	if setting == "" {
+		return nil
+	}
+	point, n, _ := parseFault(setting)
+	var mu sync.Mutex
+	seen := 0
+	return func(p string) {
+		if p != point {
+			return
+		}
+		mu.Lock()
+		seen++
+		hit := seen == n
+		mu.Unlock()
+		if hit {
+			fmt.Fprintf(stdout, "fault point reached: %s:%d\n", point, n)
+			select {}
+		}
+	}
 }
 
 // displayAddr turns a listen address into one a browser can open.

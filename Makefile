@@ -6,7 +6,7 @@ FUZZTIME ?= 10s
 
 export CGO_ENABLED := 1
 
-.PHONY: run build test vet fmt-check generate generate-check fuzz bench assets clean
+.PHONY: run build test vet fmt-check generate generate-check fuzz chaos bench assets clean
 
 run: build
 	./$(BIN) serve
@@ -45,6 +45,10 @@ test: assets fmt-check generate-check vet
 
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzDecodeState -fuzztime=5m ./engine
+
+# The whole kill-point matrix of the crash test (make test runs a short form).
+chaos:
+	$(GO) test -count=1 -run TestCrashRecovery -crash.full -v . 2>&1 | grep -E '^(--- |ok|FAIL|PASS)|kill points'
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=5 ./...

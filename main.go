@@ -58,6 +58,7 @@ type config struct {
 	workers    int
 	fourEyes   bool
 	lease      time.Duration
+	reapEvery  time.Duration
 	logLevel   slog.Level
 	// fault is a fault-injection point for the crash tests, as point:N:
 	// the Nth time the process reaches point it says so and stops there
@@ -74,6 +75,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		retention: 30 * 24 * time.Hour,
 		workers:   4,
 		lease:     30 * time.Second,
+		reapEvery: time.Minute,
 	}
 	str := func(key string, dst *string) {
 		if v := getenv(key); v != "" {
@@ -110,6 +112,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 			return c, fmt.Errorf("COUNTERSIGN_LEASE: want a duration of at least 1s, got %q", v)
 		}
 		c.lease = d
+	}
+	if v := getenv("COUNTERSIGN_REAP_INTERVAL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 100*time.Millisecond {
+			return c, fmt.Errorf("COUNTERSIGN_REAP_INTERVAL: want a duration of at least 100ms, got %q", v)
+		}
+		c.reapEvery = d
 	}
 	if v := getenv("COUNTERSIGN_FAULT"); v != "" {
 		if _, _, err := parseFault(v); err != nil {
@@ -205,11 +214,12 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 			}
 			return nil, fmt.Errorf("%w %q", engine.ErrUnknownModel, name)
 		},
-		Workers:  cfg.workers,
-		Lease:    cfg.lease,
-		FourEyes: cfg.fourEyes,
-		Logger:   log,
-		Fault:    faultHook(cfg.fault, stdout),
+		Workers:   cfg.workers,
+		Lease:     cfg.lease,
+		ReapEvery: cfg.reapEvery,
+		FourEyes:  cfg.fourEyes,
+		Logger:    log,
+		Fault:     faultHook(cfg.fault, stdout),
 	})
 	if err != nil {
 		return err

@@ -190,7 +190,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	} else if seeded {
 		log.Info("seeded the demo workspace", "pages", len(tools.SeedPages()))
 	}
-	if err := ensureAdmin(ctx, db, log); err != nil {
+	if err := ensureAdmin(ctx, db, stdout); err != nil {
 		return err
 	}
 	key, err := sessionKey(ctx, db, cfg)
@@ -341,8 +341,9 @@ func purgeLoop(ctx context.Context, db *store.DB, retention time.Duration, log *
 }
 
 // ensureAdmin creates the first user, admin, with a random password that is
-// printed once, when the database has no users.
-func ensureAdmin(ctx context.Context, db *store.DB, log *slog.Logger) error {
+// printed once, when the database has no users. It is printed whatever the
+// log level, since it is the only copy.
+func ensureAdmin(ctx context.Context, db *store.DB, stdout io.Writer) error {
 	n, err := db.CountUsers(ctx)
 	if err != nil {
 		return err
@@ -357,8 +358,8 @@ func ensureAdmin(ctx context.Context, db *store.DB, log *slog.Logger) error {
 	if _, err := db.CreateUser(ctx, "admin", password, store.RoleAdmin); err != nil {
 		return fmt.Errorf("create first admin: %w", err)
 	}
-	log.Warn("created the first user; this password is shown once, keep it", "user", "admin", "password", password)
-	return nil
+	_, err = fmt.Fprintf(stdout, "created the first user, shown once, keep it: user=admin password=%s\n", password)
+	return err
 }
 
 // sessionKey returns the configured session key, or the one generated on the

@@ -21,6 +21,9 @@ const (
 	// MaxPreviewLines and MaxPreviewLineBytes bound a call's preview.
 	MaxPreviewLines     = 20
 	MaxPreviewLineBytes = 500
+	// MaxCallsPerTurn bounds the tool calls of one model turn; calls past
+	// it are dropped from the turn before anything runs or waits.
+	MaxCallsPerTurn = 16
 )
 
 // DefaultSystemPrompt opens every transcript unless the loop sets its own.
@@ -227,6 +230,9 @@ func (l *Loop) runLoop(ctx context.Context, transcript []Message, iterations int
 		msg := resp.Message
 		msg.Role = RoleAssistant
 		msg.ToolCallID, msg.ToolName, msg.IsError = "", "", false
+		if len(msg.ToolCalls) > MaxCallsPerTurn {
+			msg.ToolCalls = msg.ToolCalls[:MaxCallsPerTurn]
+		}
 		msg.ToolCalls = normaliseCalls(msg.ToolCalls, iterations)
 		transcript = append(transcript, msg)
 		turnUsage := resp.Usage

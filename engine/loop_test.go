@@ -520,3 +520,22 @@ func TestFaultPointsOrder(t *testing.T) {
 		t.Fatalf("fault points\n got %s\nwant %s", got, want)
 	}
 }
+
+func TestCallsPerTurnAreBounded(t *testing.T) {
+	read := newRead("get")
+	var many []ToolCall
+	for i := 0; i < MaxCallsPerTurn+5; i++ {
+		many = append(many, call("", "get", `{}`))
+	}
+	model := &scriptModel{responses: []ModelResponse{calls(many...), answer("ok")}}
+	res, err := (&Loop{Model: model, Tools: []Tool{read}}).Run(context.Background(), Request{Prompt: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read.calls() != MaxCallsPerTurn || len(res.Trace) != MaxCallsPerTurn {
+		t.Fatalf("ran %d calls, want %d", read.calls(), MaxCallsPerTurn)
+	}
+	if err := validateTranscript(res.Transcript); err != nil {
+		t.Fatalf("transcript: %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"path/filepath"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"countersign/engine"
+	"countersign/migrations"
 )
 
 // t0 is the start of every test's clock.
@@ -39,9 +41,10 @@ func TestOpenMigratesAndReopens(t *testing.T) {
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
+	files, _ := fs.Glob(migrations.FS, "*.sql")
 	v, err := db.SchemaVersion(ctx)
-	if err != nil || v != 1 {
-		t.Fatalf("schema version = %d, %v; want 1", v, err)
+	if err != nil || v != int64(len(files)) || v < 2 {
+		t.Fatalf("schema version = %d, %v; want %d, the last migration", v, err, len(files))
 	}
 	run, err := db.CreateRun(ctx, engine.NewRun{Agent: "a", Model: "m", Prompt: "p"}, engine.Event{Kind: engine.EventPrompt}, t0)
 	if err != nil {
@@ -59,8 +62,8 @@ func TestOpenMigratesAndReopens(t *testing.T) {
 	if err := db.Migrate(ctx); err != nil {
 		t.Fatalf("migrate again: %v", err)
 	}
-	if v, err := db.SchemaVersion(ctx); err != nil || v != 1 {
-		t.Fatalf("schema version after reopen = %d, %v; want 1", v, err)
+	if v2, err := db.SchemaVersion(ctx); err != nil || v2 != v {
+		t.Fatalf("schema version after reopen = %d, %v; want %d", v2, err, v)
 	}
 	if _, err := db.Run(ctx, run.ID); err != nil {
 		t.Fatalf("run after reopen: %v", err)

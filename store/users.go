@@ -39,6 +39,9 @@ type User struct {
 	Role       string
 	CreatedAt  time.Time
 	DisabledAt time.Time // zero while the user may sign in
+	// SessionEpoch moves on when every session of the user must end; a
+	// session issued under an older epoch is no longer valid.
+	SessionEpoch int64
 }
 
 // Disabled reports whether the user may no longer sign in.
@@ -52,13 +55,15 @@ type userRow struct {
 	Role         string `db:"role"`
 	CreatedAt    int64  `db:"created_at"`
 	DisabledAt   *int64 `db:"disabled_at"`
+	SessionEpoch int64  `db:"session_epoch"`
 }
 
 func (r userRow) user() User {
-	return User{ID: r.ID, Name: r.Name, Role: r.Role, CreatedAt: fromMillis(r.CreatedAt), DisabledAt: nullMillis(r.DisabledAt)}
+	return User{ID: r.ID, Name: r.Name, Role: r.Role, CreatedAt: fromMillis(r.CreatedAt), DisabledAt: nullMillis(r.DisabledAt),
+		SessionEpoch: r.SessionEpoch}
 }
 
-const userColumns = `id, name, password_hash, role, created_at, disabled_at`
+const userColumns = `id, name, password_hash, role, created_at, disabled_at, session_epoch`
 
 // ValidUserName reports whether name is 1 to 64 characters of A-Z, a-z,
 // 0-9, '.', '_' and '-'.
@@ -230,9 +235,19 @@ func (db *DB) SetPassword(ctx context.Context, id int64, password string) error 
 // DisableUser stops a user from signing in; disabling a disabled user keeps
 // the first time. ErrNotFound for an unknown user.
 func (db *DB) DisableUser(ctx context.Context, id int64) error {
-	const q = `UPDATE app_user SET disabled_at = COALESCE(disabled_at, ?) WHERE id = ?`
+	const q = `UPDATE app_user SET disabled_at = COALESCE(disabled_at, ?), session_epoch = session_epoch + 1 WHERE id = ?`
 	if err := db.updateUser(ctx, q, millis(db.now()), id); err != nil {
 		return fmt.Errorf("disable user %d: %w", id, err)
+	}
+	return nil
+}
+
+// EndSessions ends every session of a user by moving their session epoch
+// on. ErrNotFound for an unknown user.
+func (db *DB) EndSessions(ctx context.Context, id int64) error {
+	const q = `UPDATE app_user SET session_epoch = session_epoch + 1 WHERE id = ?`
+	if err := db.updateUser(ctx, q, id); err != nil {
+		return fmt.Errorf("end sessions of user %d: %w", id, err)
 	}
 	return nil
 }

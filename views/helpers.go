@@ -17,7 +17,7 @@ const longResult = 600
 // htmxConfig keeps error responses from replacing the element that asked:
 // for 4xx and 5xx only the out-of-band parts (the flash) are swapped in.
 // Script tags and eval stay off because nothing we render needs them.
-const htmxConfig = `{"includeIndicatorCSS":false,"allowEval":false,"allowScriptTags":false,` +
+const htmxConfig = `{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false,` +
 	`"responseHandling":[{"code":"204","swap":false},{"code":"[23]..","swap":true},` +
 	`{"code":"[45]..","swap":true,"error":true,"swapOverride":"none"}]}`
 

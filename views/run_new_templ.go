@@ -168,7 +168,7 @@ func NewRunPage(l Layout, v NewRunView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 17, "</select></label></div><label>Prompt <textarea name=\"prompt\" rows=\"5\" maxlength=\"4000\" required data-testid=\"prompt\" placeholder=\"What should the agent do?\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 17, "</select></label></div><label>Prompt <textarea name=\"prompt\" rows=\"5\" maxlength=\"8000\" required data-testid=\"prompt\" placeholder=\"What should the agent do?\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

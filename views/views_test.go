@@ -403,7 +403,7 @@ func TestNewRunPage(t *testing.T) {
 	}
 	doc, _ := render(t, NewRunPage(layout("operator"), v))
 	form := doc.Find("form" + testid("new-run-form"))
-	if form.AttrOr("action", "") != "/runs" || form.Find(`textarea[name="prompt"]`).AttrOr("maxlength", "") != "4000" ||
+	if form.AttrOr("action", "") != "/runs" || form.Find(`textarea[name="prompt"]`).AttrOr("maxlength", "") != "8000" ||
 		form.Find(`textarea[name="prompt"]`).Text() != "hello" || form.Find(testid("start-run")).Length() != 1 {
 		t.Error("new run form wrong")
 	}

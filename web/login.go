@@ -38,7 +38,7 @@ func (s *server) login(c echo.Context) error {
 }
 
 func (s *server) logout(c echo.Context) error {
-	if err := signOut(c); err != nil {
+	if err := s.signOut(c); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, "/login")

@@ -16,8 +16,8 @@ func (s *server) routes(e *echo.Echo) {
 			s.log.Error("panic", "path", c.Request().URL.Path, "err", err, "stack", string(stack))
 			return err
 		}}))
-	e.Use(middleware.BodyLimit(bodyLimit))
 	e.Use(securityHeaders)
+	e.Use(middleware.BodyLimit(bodyLimit))
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static", s.cfg.Assets)))
@@ -46,6 +46,11 @@ func (s *server) routes(e *echo.Echo) {
 	admin.POST("/users", s.userCreate)
 	admin.POST("/users/:id/role", s.userRole)
 	admin.POST("/users/:id/disable", s.userDisable)
+
+	// The groups above have no prefix, so each registers a catch-all with its
+	// role check; this one, registered last, makes an unknown URL a 404 for
+	// everyone.
+	app.RouteNotFound("/*", func(echo.Context) error { return echo.ErrNotFound })
 }
 
 // bodyLimit is MaxBodyBytes in Echo's notation.

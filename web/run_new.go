@@ -44,7 +44,7 @@ func (s *server) runCreate(c echo.Context) error {
 	run, err := s.rt.StartRun(c.Request().Context(), engine.NewRun{Agent: agent, Model: model, Prompt: prompt, InitiatedBy: u.Name})
 	if err != nil {
 		if errors.Is(err, engine.ErrInvalidInput) || errors.Is(err, engine.ErrUnknownAgent) || errors.Is(err, engine.ErrUnknownModel) {
-			v := s.newRunView(agent, model, prompt)
+			v := s.newRunView(agent, model, strings.ToValidUTF8(prompt, "\uFFFD"))
 			v.Error = classify(err).message
 			return render(c, http.StatusUnprocessableEntity, views.NewRunPage(s.layout(c, "Playground", "playground"), v))
 		}

@@ -23,6 +23,7 @@ const (
 	keyUserID   = "uid"
 	keyCSRF     = "csrf"
 	keySID      = "sid"
+	keyEpoch    = "epoch"
 	keyFlashK   = "flash_kind"
 	keyFlashT   = "flash_text"
 
@@ -79,11 +80,12 @@ func (s *server) withSession(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		if id, ok := sess.Values[keyUserID].(int64); ok {
 			u, err := s.db.UserByID(r.Context(), id)
+			epoch, _ := sess.Values[keyEpoch].(int64)
 			switch {
-			case err == nil && !u.Disabled():
+			case err == nil && !u.Disabled() && u.SessionEpoch == epoch:
 				c.Set(ctxUser, u)
 			case err == nil || errors.Is(err, store.ErrNotFound):
-				// Disabled or deleted since sign-in: the session ends.
+				// Disabled, deleted or signed out since: the session ends.
 				delete(sess.Values, keyUserID)
 				if err := sess.Save(r, c.Response()); err != nil {
 					return err
@@ -103,6 +105,14 @@ func checkCSRF(next echo.HandlerFunc) echo.HandlerFunc {
 		switch c.Request().Method {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
 			return next(c)
+		}
+		// Read the form first, so that a body over the limit is a 413 and
+		// not a missing token.
+		if _, err := c.FormParams(); err != nil {
+			var he *echo.HTTPError
+			if errors.As(err, &he) {
+				return he
+			}
 		}
 		want := csrfToken(c)
 		got := c.Request().Header.Get("X-CSRF-Token")
@@ -167,12 +177,18 @@ func hasRole(c echo.Context, role string) bool {
 // worth nothing after it.
 func signIn(c echo.Context, u store.User) error {
 	sess := session(c)
-	sess.Values = map[any]any{keyUserID: u.ID, keyCSRF: randomToken(), keySID: randomToken()}
+	sess.Values = map[any]any{keyUserID: u.ID, keyEpoch: u.SessionEpoch, keyCSRF: randomToken(), keySID: randomToken()}
 	return sess.Save(c.Request(), c.Response())
 }
 
-// signOut ends the session.
-func signOut(c echo.Context) error {
+// signOut ends the session, and with it every other session of the user:
+// sessions live in cookies, so a copy of this one would otherwise stay valid.
+func (s *server) signOut(c echo.Context) error {
+	if u, ok := currentUser(c); ok {
+		if err := s.db.EndSessions(c.Request().Context(), u.ID); err != nil {
+			return err
+		}
+	}
 	sess := session(c)
 	sess.Values = map[any]any{keyCSRF: randomToken()}
 	return sess.Save(c.Request(), c.Response())

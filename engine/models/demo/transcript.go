@@ -142,7 +142,6 @@ func denialReason(content string) string {
 	}
 	s = strings.TrimSpace(s)
 	s = strings.TrimSpace(strings.TrimSuffix(s, "."))
-	s = strings.Trim(s, `"“”'`)
 	if strings.EqualFold(s, "no reason given") {
 		return ""
 	}

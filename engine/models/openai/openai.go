@@ -1,0 +1,170 @@
+// Package openai is a model provider for countersign that speaks the Chat
+// Completions API through the official OpenAI Go SDK. Given a base URL it
+// serves any OpenAI-compatible server as well: Ollama, vLLM, llama.cpp's
+// server, LM Studio, OpenRouter.
+//
+// Generate maps the engine's provider-neutral transcript onto chat messages
+// (system, user, assistant with tool_calls, one tool message per answered
+// call) and the offered tools onto function tools, then maps the reply back:
+// its text, every tool call with its ID and its arguments exactly as the
+// model wrote them (malformed JSON included: the loop answers such a call
+// with an error result), and the token usage.
+//
+// Failures come back as *Error, whose Kind says what went wrong. The SDK
+// retries rate limits and server errors a bounded number of times, honouring
+// Retry-After. No error text ever contains the API key.
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	sdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"countersign/engine"
+)
+
+// Defaults of a Config.
+const (
+	// DefaultBaseURL is OpenAI's own API.
+	DefaultBaseURL = "https://api.openai.com/v1"
+	// DefaultMaxRetries is how many times a request that failed with a rate
+	// limit, a server error or a lost connection is retried.
+	DefaultMaxRetries = 2
+	// DefaultTimeout bounds each attempt of a request.
+	DefaultTimeout = 2 * time.Minute
+	// MaxRetryDelay bounds the wait before a retry. A server that asks for a
+	// longer wait (Retry-After) gets no retry: the error is returned at once.
+	MaxRetryDelay = 30 * time.Second
+)
+
+// Config says which model to use and how to reach it.
+type Config struct {
+	// APIKey is sent as a bearer token. It may be empty for a local server
+	// that needs none; the key in OPENAI_API_KEY is never used implicitly.
+	APIKey string
+	// BaseURL is the root of the API, up to and including /v1, such as
+	// http://localhost:11434/v1 for Ollama. DefaultBaseURL when empty.
+	BaseURL string
+	// Model is the model name the server knows, such as gpt-4o-mini or qwen3.
+	Model string
+	// HTTPClient sends the requests; the SDK's default client when nil.
+	HTTPClient *http.Client
+	// MaxRetries bounds the retries of a request that failed with 408, 409,
+	// 429, a 5xx status or a lost connection. Zero means DefaultMaxRetries,
+	// a negative value no retry at all.
+	MaxRetries int
+	// Timeout bounds each attempt of a request. Zero means DefaultTimeout.
+	Timeout time.Duration
+}
+
+// Model is a chat model behind the Chat Completions API. It is safe for
+// concurrent use.
+type Model struct {
+	client  sdk.Client
+	model   string
+	baseURL string
+	timeout time.Duration
+	// redact removes the API key from a text. The key itself is not kept in
+	// a field, so that printing a Model cannot show it.
+	redact func(string) string
+}
+
+var _ engine.Model = (*Model)(nil)
+
+// New returns the model cfg describes. It fails on a missing model name or a
+// base URL that is not an absolute http(s) URL; it does not contact the
+// server.
+func New(cfg Config) (*Model, error) {
+	name := strings.TrimSpace(cfg.Model)
+	if name == "" {
+		return nil, errors.New("openai: no model name")
+	}
+	base := strings.TrimSpace(cfg.BaseURL)
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("openai: base URL %q is not an absolute http(s) URL", displayURL(base))
+	}
+	retries := cfg.MaxRetries
+	switch {
+	case retries == 0:
+		retries = DefaultMaxRetries
+	case retries < 0:
+		retries = 0
+	}
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+
+	// The options come after the SDK's environment defaults and override
+	// them: an empty key here means no key, not the one in OPENAI_API_KEY.
+	opts := []option.RequestOption{
+		option.WithAPIKey(cfg.APIKey),
+		option.WithBaseURL(base),
+		option.WithMaxRetries(retries),
+		option.WithMaxRetryDelay(MaxRetryDelay),
+		option.WithRequestTimeout(timeout),
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	return &Model{
+		client:  sdk.NewClient(opts...),
+		model:   name,
+		baseURL: displayURL(base),
+		timeout: timeout,
+		redact:  redactor(cfg.APIKey),
+	}, nil
+}
+
+// Name returns the model name requests are sent with.
+func (m *Model) Name() string { return m.model }
+
+// Describe says what the model is and where it runs, for the playground.
+func (m *Model) Describe() string {
+	return fmt.Sprintf("OpenAI-compatible chat model %s at %s", m.model, m.baseURL)
+}
+
+// Generate sends the transcript and the offered tools as one chat completion
+// request and returns the assistant message of the first choice with its
+// usage. Its errors are *Error.
+func (m *Model) Generate(ctx context.Context, req engine.ModelRequest) (engine.ModelResponse, error) {
+	if err := ctx.Err(); err != nil {
+		return engine.ModelResponse{}, m.classify(ctx, err, nil)
+	}
+	params, err := m.params(req)
+	if err != nil {
+		return engine.ModelResponse{}, &Error{Kind: KindBadRequest, Model: m.model, Message: m.redact(err.Error()), Err: err}
+	}
+	var res *http.Response
+	completion, err := m.client.Chat.Completions.New(ctx, params, option.WithResponseInto(&res))
+	if err != nil {
+		return engine.ModelResponse{}, m.classify(ctx, err, res)
+	}
+	resp, err := m.response(completion)
+	if err != nil {
+		return engine.ModelResponse{}, &Error{Kind: KindBadResponse, Model: m.model, Message: m.redact(err.Error()), Err: err}
+	}
+	return resp, nil
+}
+
+// displayURL returns u without user information or query, which may hold
+// credentials.
+func displayURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "an unparsable URL"
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return strings.TrimSuffix(u.String(), "/")
+}

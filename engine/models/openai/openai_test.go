@@ -1,0 +1,301 @@
+package openai
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"countersign/engine"
+)
+
+// A read-only run: one turn with two calls that need no approval, then the
+// answer. The requests carry the whole transcript in Chat Completions form.
+func TestReadOnlyRun(t *testing.T) {
+	srv := newServer(t,
+		callsReply(82, 17,
+			call("call_Xa1", "count_words", `{"slug":"pricing"}`),
+			call("call_Xa2", "count_words", `{"slug":"faq"}`)),
+		textReply("Both pages have 42 words.", 140, 9),
+	)
+	j := &journal{}
+	res, err := newLoop(newModel(t, srv.config()), j, nil).Run(context.Background(), engine.Request{Prompt: "Count the words of pricing and faq."})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if res.Answer != "Both pages have 42 words." || res.Termination != engine.TermCompleted {
+		t.Errorf("answer %q, termination %q", res.Answer, res.Termination)
+	}
+	if want := (engine.Usage{PromptTokens: 222, CompletionTokens: 26, TotalTokens: 248}); res.Usage != want || res.Iterations != 2 {
+		t.Errorf("usage %+v over %d iterations, want %+v over 2", res.Usage, res.Iterations, want)
+	}
+	if got, want := j.list(), []string{"count_words pricing", "count_words faq"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ran %v, want %v", got, want)
+	}
+
+	if srv.path(0) != "POST /v1/chat/completions" {
+		t.Errorf("request went to %q", srv.path(0))
+	}
+	if got := srv.header(0).Get("Authorization"); got != "Bearer "+testKey {
+		t.Errorf("Authorization header %q", got)
+	}
+	opening := openingJSON("Count the words of pricing and faq.")
+	assertJSON(t, "first request", srv.body(0), `{
+	  "model": "gpt-4o-mini",
+	  "messages": [`+opening+`],
+	  "tools": `+toolsJSON+`
+	}`)
+	assertJSON(t, "second request", srv.body(1), `{
+	  "model": "gpt-4o-mini",
+	  "messages": [`+opening+`,
+	    {"role": "assistant", "tool_calls": [
+	      {"id": "call_Xa1", "type": "function", "function": {"name": "count_words", "arguments": "{\"slug\":\"pricing\"}"}},
+	      {"id": "call_Xa2", "type": "function", "function": {"name": "count_words", "arguments": "{\"slug\":\"faq\"}"}}
+	    ]},
+	    {"role": "tool", "tool_call_id": "call_Xa1", "content": "{\"slug\":\"pricing\",\"words\":42}"},
+	    {"role": "tool", "tool_call_id": "call_Xa2", "content": "{\"slug\":\"faq\",\"words\":42}"}
+	  ],
+	  "tools": `+toolsJSON+`
+	}`)
+}
+
+// Suspend -> approve -> continue, across a stored state and a new Model
+// built from the same configuration, as after a restart.
+func TestApproveAndContinue(t *testing.T) {
+	srv := newServer(t,
+		callsReply(60, 12, call("call_Pub", "publish_page", `{"slug": "about"}`)),
+		textReply("The about page is published.", 90, 8),
+	)
+	j := &journal{}
+	state := suspend(t, newLoop(newModel(t, srv.config()), j, nil), "Publish the about page.")
+	if len(j.list()) != 0 || srv.requests() != 1 {
+		t.Fatalf("before the decision: ran %v after %d requests", j.list(), srv.requests())
+	}
+
+	l := newLoop(newModel(t, srv.config()), j, nil)
+	res, err := l.Resume(context.Background(), state, engine.Decision{Approve: true, Digest: state.Digest(), By: "alice"})
+	if err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	if res.Answer != "The about page is published." || res.Iterations != 2 {
+		t.Errorf("answer %q after %d iterations", res.Answer, res.Iterations)
+	}
+	if want := (engine.Usage{PromptTokens: 150, CompletionTokens: 20, TotalTokens: 170}); res.Usage != want {
+		t.Errorf("usage %+v, want %+v", res.Usage, want)
+	}
+	if got := j.list(); !reflect.DeepEqual(got, []string{"publish_page about"}) {
+		t.Errorf("ran %v", got)
+	}
+	assertJSON(t, "request after the resume", srv.body(1), `{
+	  "model": "gpt-4o-mini",
+	  "messages": [`+openingJSON("Publish the about page.")+`,
+	    {"role": "assistant", "tool_calls": [
+	      {"id": "call_Pub", "type": "function", "function": {"name": "publish_page", "arguments": "{\"slug\": \"about\"}"}}
+	    ]},
+	    {"role": "tool", "tool_call_id": "call_Pub", "content": "published about"}
+	  ],
+	  "tools": `+toolsJSON+`
+	}`)
+}
+
+// Suspend -> deny with a turn of three calls: none runs, and each is
+// answered, in order, with a denial carrying the reason.
+func TestDenySeveralCalls(t *testing.T) {
+	srv := newServer(t,
+		callsReply(60, 30,
+			call("call_A", "count_words", `{"slug":"about"}`),
+			call("call_B", "publish_page", `{"slug":"about"}`),
+			call("call_C", "publish_page", `{"slug":"faq"}`)),
+		textReply("Nothing was published: the operator denied it.", 120, 11),
+	)
+	j := &journal{}
+	l := newLoop(newModel(t, srv.config()), j, nil)
+	state := suspend(t, l, "Publish about and faq.")
+	res, err := l.Resume(context.Background(), state, engine.Decision{Digest: state.Digest(), By: "bob", Reason: "not before the launch"})
+	if err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	if len(j.list()) != 0 {
+		t.Errorf("denied calls ran: %v", j.list())
+	}
+	if res.Answer != "Nothing was published: the operator denied it." {
+		t.Errorf("answer %q", res.Answer)
+	}
+
+	// The denial texts are the engine's; take them from the transcript and
+	// check what they must say.
+	denials := toolContents(res.Transcript)
+	if len(denials) != 3 {
+		t.Fatalf("%d tool results in the transcript, want 3", len(denials))
+	}
+	for i, d := range denials {
+		if !strings.HasPrefix(d, engine.DeniedPrefix) || !strings.Contains(d, "not before the launch") {
+			t.Errorf("result %d is not a denial with the reason: %q", i+1, d)
+		}
+	}
+	assertJSON(t, "request after the denial", srv.body(1), `{
+	  "model": "gpt-4o-mini",
+	  "messages": [`+openingJSON("Publish about and faq.")+`,
+	    {"role": "assistant", "tool_calls": [
+	      {"id": "call_A", "type": "function", "function": {"name": "count_words", "arguments": "{\"slug\":\"about\"}"}},
+	      {"id": "call_B", "type": "function", "function": {"name": "publish_page", "arguments": "{\"slug\":\"about\"}"}},
+	      {"id": "call_C", "type": "function", "function": {"name": "publish_page", "arguments": "{\"slug\":\"faq\"}"}}
+	    ]},
+	    {"role": "tool", "tool_call_id": "call_A", "content": `+q(denials[0])+`},
+	    {"role": "tool", "tool_call_id": "call_B", "content": `+q(denials[1])+`},
+	    {"role": "tool", "tool_call_id": "call_C", "content": `+q(denials[2])+`}
+	  ],
+	  "tools": `+toolsJSON+`
+	}`)
+}
+
+// Suspend -> approve with a turn of three calls: each runs once, in order,
+// and each call ID is answered once, in order.
+func TestApproveSeveralCalls(t *testing.T) {
+	srv := newServer(t,
+		callsReply(60, 30,
+			call("call_1", "publish_page", `{"slug":"about"}`),
+			call("call_2", "count_words", `{"slug":"about"}`),
+			call("call_3", "publish_page", `{"slug":"faq"}`)),
+		textReply("Published about (42 words) and faq.", 120, 11),
+	)
+	j := &journal{}
+	l := newLoop(newModel(t, srv.config()), j, nil)
+	state := suspend(t, l, "Publish about and faq.")
+	if _, err := l.Resume(context.Background(), state, engine.Decision{Approve: true, Digest: state.Digest()}); err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	if got, want := j.list(), []string{"publish_page about", "count_words about", "publish_page faq"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ran %v, want %v", got, want)
+	}
+	assertJSON(t, "messages after the resume", srv.field(1, "messages"), `[`+openingJSON("Publish about and faq.")+`,
+	    {"role": "assistant", "tool_calls": [
+	      {"id": "call_1", "type": "function", "function": {"name": "publish_page", "arguments": "{\"slug\":\"about\"}"}},
+	      {"id": "call_2", "type": "function", "function": {"name": "count_words", "arguments": "{\"slug\":\"about\"}"}},
+	      {"id": "call_3", "type": "function", "function": {"name": "publish_page", "arguments": "{\"slug\":\"faq\"}"}}
+	    ]},
+	    {"role": "tool", "tool_call_id": "call_1", "content": "published about"},
+	    {"role": "tool", "tool_call_id": "call_2", "content": "{\"slug\":\"about\",\"words\":42}"},
+	    {"role": "tool", "tool_call_id": "call_3", "content": "published faq"}
+	]`)
+}
+
+// Malformed arguments from the model are kept as they are; the loop answers
+// the call with an error result and the run goes on.
+func TestMalformedArguments(t *testing.T) {
+	const bad = `{"slug": "pricing"`
+	srv := newServer(t,
+		callsReply(50, 10, call("call_Bad", "count_words", bad)),
+		textReply("Sorry, I could not count the words.", 80, 9),
+	)
+	j := &journal{}
+	res, err := newLoop(newModel(t, srv.config()), j, nil).Run(context.Background(), engine.Request{Prompt: "Count pricing."})
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if res.Termination != engine.TermCompleted || len(j.list()) != 0 {
+		t.Errorf("termination %q, ran %v", res.Termination, j.list())
+	}
+	results := toolContents(res.Transcript)
+	if len(results) != 1 || !strings.HasPrefix(results[0], "error: arguments are not a valid JSON object") {
+		t.Fatalf("tool results %q", results)
+	}
+	assertJSON(t, "messages after the bad call", srv.field(1, "messages"), `[`+openingJSON("Count pricing.")+`,
+	    {"role": "assistant", "tool_calls": [
+	      {"id": "call_Bad", "type": "function", "function": {"name": "count_words", "arguments": `+q(bad)+`}}
+	    ]},
+	    {"role": "tool", "tool_call_id": "call_Bad", "content": `+q(results[0])+`}
+	]`)
+}
+
+// An empty key is allowed for a local server, and the key in the
+// environment is not sent in its place.
+func TestEmptyKeyForLocalServer(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-from-the-environment")
+	srv := newServer(t, textReply("Hello from qwen3.", 12, 4))
+	cfg := srv.config()
+	cfg.APIKey, cfg.Model = "", "qwen3"
+	m := newModel(t, cfg)
+	resp, err := m.Generate(context.Background(), engine.ModelRequest{Messages: []engine.Message{{Role: engine.RoleUser, Content: "Hi"}}})
+	if err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	if resp.Message.Content != "Hello from qwen3." || resp.Usage.TotalTokens != 16 {
+		t.Errorf("response %+v", resp)
+	}
+	if got := srv.header(0).Get("Authorization"); got != "" {
+		t.Errorf("Authorization header %q, want none", got)
+	}
+	assertJSON(t, "request without tools", srv.body(0), `{"model": "qwen3", "messages": [{"role": "user", "content": "Hi"}]}`)
+}
+
+// A server that leaves the total out, as some compatible servers do, still
+// yields a total.
+func TestUsageWithoutTotal(t *testing.T) {
+	srv := newServer(t, reply{body: `{"id": "c1", "object": "chat.completion", "created": 1, "model": "llama3",
+	  "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+	  "usage": {"prompt_tokens": 7, "completion_tokens": 3}}`})
+	resp, err := newModel(t, srv.config()).Generate(context.Background(), engine.ModelRequest{Messages: []engine.Message{{Role: engine.RoleUser, Content: "Hi"}}})
+	if err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	if want := (engine.Usage{PromptTokens: 7, CompletionTokens: 3, TotalTokens: 10}); resp.Usage != want {
+		t.Errorf("usage %+v, want %+v", resp.Usage, want)
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	m := newModel(t, Config{Model: "gpt-4o-mini"})
+	if got, want := m.Describe(), "OpenAI-compatible chat model gpt-4o-mini at https://api.openai.com/v1"; got != want {
+		t.Errorf("Describe() = %q, want %q", got, want)
+	}
+	m = newModel(t, Config{Model: "qwen3", BaseURL: "http://user:secret@localhost:11434/v1/?token=abc"})
+	if got, want := m.Describe(), "OpenAI-compatible chat model qwen3 at http://localhost:11434/v1"; got != want {
+		t.Errorf("Describe() = %q, want %q", got, want)
+	}
+}
+
+func TestNewRefusesBadConfig(t *testing.T) {
+	for _, cfg := range []Config{
+		{},
+		{Model: "  "},
+		{Model: "gpt-4o-mini", BaseURL: "localhost:11434/v1"},
+		{Model: "gpt-4o-mini", BaseURL: "ftp://example.com"},
+	} {
+		if _, err := New(cfg); err == nil {
+			t.Errorf("New(%+v) succeeded", cfg)
+		}
+	}
+}
+
+// toolContents returns the contents of the tool messages of a transcript.
+func toolContents(msgs []engine.Message) []string {
+	var out []string
+	for _, m := range msgs {
+		if m.Role == engine.RoleTool {
+			out = append(out, m.Content)
+		}
+	}
+	return out
+}
+
+// Example configurations of the playground's three kinds of model.
+func ExampleNew() {
+	for _, cfg := range []Config{
+		{APIKey: "sk-…", Model: "gpt-4o-mini"},
+		{BaseURL: "http://localhost:11434/v1", Model: "qwen3"},
+		{BaseURL: "http://localhost:8000/v1", Model: "meta-llama/Llama-3.1-8B-Instruct"},
+	} {
+		m, err := New(cfg)
+		if err != nil {
+			fmt.Println(err)
+			continue
+		}
+		fmt.Println(m.Describe())
+	}
+	// Output:
+	// OpenAI-compatible chat model gpt-4o-mini at https://api.openai.com/v1
+	// OpenAI-compatible chat model qwen3 at http://localhost:11434/v1
+	// OpenAI-compatible chat model meta-llama/Llama-3.1-8B-Instruct at http://localhost:8000/v1
+}

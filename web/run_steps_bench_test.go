@@ -1,0 +1,199 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"countersign/engine"
+	"countersign/engine/models/demo"
+	"countersign/engine/tools"
+	"countersign/static"
+	"countersign/store"
+	"countersign/web"
+)
+
+// BenchmarkRunSteps measures the htmx polling endpoint GET
+// /runs/{id}/steps?after=N in process (no network) for a running run with 10
+// and with 10,000 earlier steps, nothing new after N. Each op polls both
+// runs, alternately, so the two are measured in the same conditions; it
+// reports the p50 and p99 of each and their ratios (goal <= 1.2).
+func BenchmarkRunSteps(b *testing.B) {
+	app := newBenchApp(b)
+	small := app.runWithSteps(b, 10)
+	large := app.runWithSteps(b, 10_000)
+	cookie := app.signIn(b)
+	poll := func(id string, after int) time.Duration {
+		req := httptest.NewRequest(http.MethodGet, fmt.Sprintf("/runs/%s/steps?after=%d", id, after), nil)
+		req.Header.Set("Cookie", cookie)
+		req.Header.Set("HX-Request", "true")
+		rec := httptest.NewRecorder()
+		start := time.Now()
+		app.handler.ServeHTTP(rec, req)
+		d := time.Since(start)
+		if rec.Code != http.StatusOK {
+			b.Fatalf("poll %s: %d %s", id, rec.Code, rec.Body.String())
+		}
+		return d
+	}
+	// Warm the caches of both runs once.
+	poll(small, 10)
+	poll(large, 10_000)
+	var ds, dl []time.Duration
+	for i := 0; b.Loop(); i++ {
+		if i%2 == 0 {
+			ds = append(ds, poll(small, 10))
+			dl = append(dl, poll(large, 10_000))
+		} else {
+			dl = append(dl, poll(large, 10_000))
+			ds = append(ds, poll(small, 10))
+		}
+	}
+	s50, s99 := benchQuantile(ds, 0.50), benchQuantile(ds, 0.99)
+	l50, l99 := benchQuantile(dl, 0.50), benchQuantile(dl, 0.99)
+	b.ReportMetric(float64(s50.Microseconds()), "p50-10-µs")
+	b.ReportMetric(float64(s99.Microseconds()), "p99-10-µs")
+	b.ReportMetric(float64(l50.Microseconds()), "p50-10k-µs")
+	b.ReportMetric(float64(l99.Microseconds()), "p99-10k-µs")
+	b.ReportMetric(float64(l50)/float64(s50), "ratio-p50")
+	b.ReportMetric(float64(l99)/float64(s99), "ratio-p99")
+}
+
+// benchApp is the real app over a SQLite file, wired as main.go's serve
+// wires it, but with its runtime not started: the runs it polls are put in
+// place by the benchmark and no worker touches them.
+type benchApp struct {
+	db      *store.DB
+	handler http.Handler
+}
+
+func newBenchApp(b *testing.B) *benchApp {
+	b.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(b.TempDir(), "cs.db"), store.WithBcryptCost(bcrypt.MinCost))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	if _, err := db.Pages().SeedPages(ctx, tools.SeedPages()); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := db.CreateUser(ctx, "bench", "bench-password", store.RoleAdmin); err != nil {
+		b.Fatal(err)
+	}
+	agents := tools.Agents(db.Pages(), time.Now)
+	model := demo.New()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	rt, err := engine.NewRuntime(engine.RuntimeConfig{Store: db, Agents: agents, Logger: log,
+		Models: func(string) (engine.Model, error) { return model, nil }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	assets, err := static.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := web.New(web.Config{Store: db, Runtime: rt, Agents: agents, Assets: assets, Logger: log,
+		Models:     []web.ModelOption{{Name: demo.Name, Description: demo.Description}},
+		SessionKey: []byte("bench-session-key-0123456789abcdef0123456789")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &benchApp{db: db, handler: h}
+}
+
+// runWithSteps stores a running run, held by a worker whose lease never
+// expires, with n steps: the prompt, then model turns with a tool call, each
+// followed by the call's tool_started and tool_finished.
+func (a *benchApp) runWithSteps(b *testing.B, n int) string {
+	b.Helper()
+	ctx := context.Background()
+	now := time.Now()
+	prompt := "How many words are on the pricing page?"
+	run, err := a.db.CreateRun(ctx, engine.NewRun{Agent: "researcher", Model: demo.Name, Prompt: prompt, InitiatedBy: "bench"},
+		engine.Event{Kind: engine.EventPrompt, At: now, Text: prompt, By: "bench"}, now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	far := now.Add(24 * time.Hour)
+	if _, err := a.db.AcquireRun(ctx, run.ID, "bench-worker", now, far); err != nil {
+		b.Fatal(err)
+	}
+	for seq := 2; seq <= n; seq++ {
+		if _, _, err := a.db.AppendEvent(ctx, run.ID, "bench-worker", benchEvent(seq), far); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return run.ID
+}
+
+// benchEvent is a plausible step number seq of a read-only run.
+func benchEvent(seq int) engine.Event {
+	call := engine.ToolCall{ID: fmt.Sprintf("call_%d_1", seq/3), Name: "word_count", Arguments: `{"slug":"pricing"}`}
+	switch seq % 3 {
+	case 2:
+		return engine.Event{Kind: engine.EventModelTurn, Text: "I'll count the words on the page “pricing”.",
+			ToolCalls: []engine.ToolCall{call}, Usage: &engine.Usage{PromptTokens: 412, CompletionTokens: 18, TotalTokens: 430},
+			Iteration: seq / 3, DurationMS: 1}
+	case 0:
+		return engine.Event{Kind: engine.EventToolStarted, Call: &call}
+	default:
+		return engine.Event{Kind: engine.EventToolFinished, Call: &call, Result: `{"slug":"pricing","words":87}`, DurationMS: 1}
+	}
+}
+
+var benchCSRF = regexp.MustCompile(`name="_csrf" value="([^"]+)"`)
+
+// signIn signs in as the benchmark's admin and returns the Cookie header
+// of the session.
+func (a *benchApp) signIn(b *testing.B) string {
+	b.Helper()
+	rec := httptest.NewRecorder()
+	a.handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/login", nil))
+	m := benchCSRF.FindStringSubmatch(rec.Body.String())
+	if m == nil {
+		b.Fatalf("no CSRF token on the sign-in page: %d", rec.Code)
+	}
+	cookie := benchCookies(rec.Result())
+	form := url.Values{"name": {"bench"}, "password": {"bench-password"}, "_csrf": {m[1]}}
+	req := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Cookie", cookie)
+	rec = httptest.NewRecorder()
+	a.handler.ServeHTTP(rec, req)
+	if rec.Code != http.StatusSeeOther {
+		b.Fatalf("sign in: %d %s", rec.Code, rec.Body.String())
+	}
+	return benchCookies(rec.Result())
+}
+
+func benchCookies(res *http.Response) string {
+	var parts []string
+	for _, c := range res.Cookies() {
+		parts = append(parts, c.Name+"="+c.Value)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// benchQuantile returns the q-quantile of ds (nearest rank).
+func benchQuantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(q*float64(len(s))+0.5) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}

@@ -48,7 +48,13 @@ const dsnParams = "_journal_mode=WAL&_busy_timeout=10000&_foreign_keys=on&_synch
 
 // DB is the countersign database. It is safe for concurrent use.
 type DB struct {
+	// db is the pool readers use; w is the one connection every write
+	// transaction goes through. SQLite has one writer at a time anyway:
+	// queueing writers in Go, in order, instead of in SQLite's busy handler
+	// (which polls and is unfair) means a burst of writers never sees
+	// "database is locked". The busy timeout still covers other processes.
 	db         *sqlx.DB
+	w          *sqlx.DB
 	now        func() time.Time
 	bcryptCost int
 
@@ -91,8 +97,18 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
+	writer, err := sqlx.Open("sqlite3", path+"?"+dsnParams)
+	if err != nil {
+		sqldb.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	writer.SetMaxOpenConns(1)
+	writer.SetMaxIdleConns(1)
+	writer.SetConnMaxIdleTime(0)
+	writer.SetConnMaxLifetime(0)
 	db := &DB{
 		db:         sqldb,
+		w:          writer,
 		now:        time.Now,
 		bcryptCost: bcrypt.DefaultCost,
 		entropy:    ulid.Monotonic(rand.Reader, 0),
@@ -100,12 +116,12 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	for _, opt := range opts {
 		opt(db)
 	}
-	if err := sqldb.PingContext(ctx); err != nil {
-		sqldb.Close()
+	if err := writer.PingContext(ctx); err != nil {
+		db.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	if err := db.Migrate(ctx); err != nil {
-		sqldb.Close()
+		db.Close()
 		return nil, err
 	}
 	return db, nil
@@ -141,7 +157,7 @@ func (db *DB) SchemaVersion(ctx context.Context) (int64, error) {
 // migrator returns a goose provider over the embedded migrations. The
 // provider API keeps goose's package-level state out of the picture.
 func (db *DB) migrator() (*goose.Provider, error) {
-	p, err := goose.NewProvider(goose.DialectSQLite3, db.db.DB, migrations.FS,
+	p, err := goose.NewProvider(goose.DialectSQLite3, db.w.DB, migrations.FS,
 		goose.WithDisableGlobalRegistry(true))
 	if err != nil {
 		return nil, fmt.Errorf("migrate: %w", err)
@@ -151,7 +167,7 @@ func (db *DB) migrator() (*goose.Provider, error) {
 
 // Close closes the database.
 func (db *DB) Close() error {
-	return db.db.Close()
+	return errors.Join(db.w.Close(), db.db.Close())
 }
 
 // newID returns a new ULID stamped with t. Monotonic entropy keeps ids made
@@ -170,7 +186,7 @@ func (db *DB) newID(t time.Time) (string, error) {
 // inTx runs fn in a transaction (BEGIN IMMEDIATE, see dsnParams), committing
 // when fn returns nil and rolling back otherwise.
 func (db *DB) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
-	tx, err := db.db.BeginTxx(ctx, nil)
+	tx, err := db.w.BeginTxx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}

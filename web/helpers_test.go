@@ -52,7 +52,7 @@ func passwordOf(name string) string { return name + "-password" }
 // testApp is the real app, wired as main.go's serve wires it, over a SQLite
 // file in t.TempDir() and served by httptest.
 type testApp struct {
-	t      *testing.T
+	t      testing.TB
 	db     *store.DB
 	rt     *engine.Runtime
 	srv    *httptest.Server
@@ -93,7 +93,7 @@ func modelsFor(m *demo.Model) func(string) (engine.Model, error) {
 // newTestApp builds and serves the app. Everything is closed in t.Cleanup,
 // in the reverse order of serve: HTTP server, runtime, database. The server
 // log is printed when the test fails.
-func newTestApp(t *testing.T, opts ...appOption) *testApp {
+func newTestApp(t testing.TB, opts ...appOption) *testApp {
 	t.Helper()
 	var o appOptions
 	for _, opt := range opts {
@@ -321,7 +321,7 @@ func (a *testApp) rawSuspendedState(id string) []byte {
 // client is a browser without JavaScript: its own cookie jar, no redirects
 // followed (so 303s can be asserted), the CSRF token of the last page.
 type client struct {
-	t    *testing.T
+	t    testing.TB
 	app  *testApp
 	http *http.Client
 	csrf string
@@ -504,7 +504,7 @@ func formOf(f *goquery.Selection) (action string, v url.Values) {
 // ---- assertions ----
 
 // mustStatus fails the test unless res has status want.
-func mustStatus(t *testing.T, res *response, want int) {
+func mustStatus(t testing.TB, res *response, want int) {
 	t.Helper()
 	if res.StatusCode != want {
 		t.Fatalf("%s %s: status %d, want %d\n%s", res.Request.Method, res.Request.URL.Path, res.StatusCode, want, clip(res.body, 2000))
@@ -522,7 +522,7 @@ func mustRedirect(t *testing.T, res *response, location string) {
 
 // mustCleanError checks an error answer: HTML, with a readable sentence, no
 // Go internals, and the security headers.
-func mustCleanError(t *testing.T, res *response, status int) {
+func mustCleanError(t testing.TB, res *response, status int) {
 	t.Helper()
 	mustReadableError(t, res, status)
 	if res.Header.Get("Content-Security-Policy") == "" {
@@ -531,7 +531,7 @@ func mustCleanError(t *testing.T, res *response, status int) {
 }
 
 // mustReadableError is mustCleanError without the security headers.
-func mustReadableError(t *testing.T, res *response, status int) {
+func mustReadableError(t testing.TB, res *response, status int) {
 	t.Helper()
 	mustStatus(t, res, status)
 	if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {

@@ -51,7 +51,7 @@ func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 func duration(n float64, unit time.Duration) time.Duration {
 	d := n * float64(unit)
 	switch {
-	case d != d: // NaN
+	case math.IsNaN(d):
 		return 0
 	case d >= math.MaxInt64:
 		return math.MaxInt64

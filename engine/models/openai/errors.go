@@ -60,9 +60,12 @@ type Error struct {
 	// connection failure, without the API key; it may be empty.
 	Message string
 	// Err is the cause: the SDK's error, or the context's for KindCancelled.
+	// A cause whose text would show the API key is replaced by its redacted
+	// text.
 	Err error
 }
 
+// Error returns the kind's sentence, then the provider's message if any.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("openai: ")
@@ -123,6 +126,9 @@ func (m *Model) classify(ctx context.Context, err error, res *http.Response) *Er
 		e.StatusCode = res.StatusCode
 	case isTimeout(err):
 		e.Kind, e.Message = KindTimeout, fmt.Sprintf("no answer within %s", m.timeout)
+	case res != nil:
+		// The server answered, but not with a body the SDK could read.
+		e.Kind, e.Message = KindBadResponse, err.Error()
 	default:
 		e.Kind, e.Message = KindConnection, err.Error()
 	}
@@ -135,6 +141,11 @@ func (m *Model) classify(ctx context.Context, err error, res *http.Response) *Er
 	}
 	// Redact before clipping, so that no cut leaves part of the key.
 	e.Message = clip(strings.TrimSpace(m.redact(e.Message)))
+	// A cause whose text holds the key (an error body that echoes it) is
+	// replaced by its redacted text, so that no error of the chain shows it.
+	if text := e.Err.Error(); m.redact(text) != text {
+		e.Err = errors.New(m.redact(text))
+	}
 	return e
 }
 

@@ -15,7 +15,7 @@ import (
 var hello = engine.ModelRequest{Messages: []engine.Message{{Role: engine.RoleUser, Content: "Hi"}}}
 
 // asError fails unless err is an *Error of kind and returns it. It checks as
-// well that the error text does not contain the API key.
+// well that no error of the chain has the API key in its text.
 func asError(t *testing.T, err error, kind Kind) *Error {
 	t.Helper()
 	var e *Error
@@ -25,8 +25,10 @@ func asError(t *testing.T, err error, kind Kind) *Error {
 	if e.Kind != kind {
 		t.Errorf("kind %q, want %q (%v)", e.Kind, kind, err)
 	}
-	if strings.Contains(err.Error(), testKey) {
-		t.Errorf("the error text contains the API key: %v", err)
+	for x := err; x != nil; x = errors.Unwrap(x) {
+		if strings.Contains(x.Error(), testKey) {
+			t.Errorf("the text of %T in the chain contains the API key: %v", x, x)
+		}
 	}
 	return e
 }
@@ -223,6 +225,14 @@ func TestConnectionRefused(t *testing.T) {
 func TestNoChoices(t *testing.T) {
 	srv := newServer(t, reply{body: `{"id": "c1", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini", "choices": []}`})
 	_, err := newModel(t, srv.config()).Generate(context.Background(), hello)
+	asError(t, err, KindBadResponse)
+}
+
+// A success whose body is not JSON is an unusable response.
+func TestGarbledResponse(t *testing.T) {
+	srv := newServer(t, reply{body: "<html>maintenance</html>"})
+	_, err := newModel(t, srv.config()).Generate(context.Background(), hello)
+	t.Log(err)
 	asError(t, err, KindBadResponse)
 }
 

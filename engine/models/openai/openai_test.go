@@ -209,10 +209,11 @@ func TestMalformedArguments(t *testing.T) {
 	]`)
 }
 
-// An empty key is allowed for a local server, and the key in the
-// environment is not sent in its place.
+// An empty key is allowed for a local server, and neither the key nor the
+// base URL in the environment is used in place of the configured ones.
 func TestEmptyKeyForLocalServer(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-from-the-environment")
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
 	srv := newServer(t, textReply("Hello from qwen3.", 12, 4))
 	cfg := srv.config()
 	cfg.APIKey, cfg.Model = "", "qwen3"

@@ -33,7 +33,9 @@ import (
 	"time"
 
 	"countersign/engine"
+	"countersign/engine/models/anthropic"
 	"countersign/engine/models/demo"
+	"countersign/engine/models/openai"
 	"countersign/engine/tools"
 	"countersign/static"
 	"countersign/store"
@@ -64,6 +66,9 @@ type config struct {
 	// the Nth time the process reaches point it says so and stops there
 	// until it is killed. Empty in production.
 	fault string
+	// models lists the models offered besides the demo model, as
+	// provider:model entries (COUNTERSIGN_MODELS).
+	models []string
 }
 
 // loadConfig reads the COUNTERSIGN_* variables, with defaults that serve a
@@ -113,6 +118,17 @@ func loadConfig(getenv func(string) string) (config, error) {
 		}
 		c.lease = d
 	}
+	for _, spec := range strings.Split(getenv("COUNTERSIGN_MODELS"), ",") {
+		spec = strings.TrimSpace(spec)
+		if spec == "" {
+			continue
+		}
+		provider, name, ok := strings.Cut(spec, ":")
+		if !ok || name == "" || (provider != "openai" && provider != "anthropic" && provider != "ollama") {
+			return c, fmt.Errorf("COUNTERSIGN_MODELS: want provider:model entries with provider openai, anthropic or ollama, got %q", spec)
+		}
+		c.models = append(c.models, spec)
+	}
 	if v := getenv("COUNTERSIGN_REAP_INTERVAL"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 100*time.Millisecond {
@@ -148,7 +164,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	switch cmd {
 	case "serve":
-		return serve(ctx, cfg, log, stdout)
+		return serve(ctx, cfg, getenv, log, stdout)
 	case "migrate":
 		db, err := store.Open(ctx, cfg.dbPath)
 		if err != nil {
@@ -173,7 +189,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 // serve runs the web server, the runtime and the retention purge until ctx is
 // cancelled, then shuts them down in reverse order.
-func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) error {
+func serve(ctx context.Context, cfg config, getenv func(string) string, log *slog.Logger, stdout io.Writer) error {
 	db, err := store.Open(ctx, cfg.dbPath)
 	if err != nil {
 		return err
@@ -203,16 +219,18 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, stdout io.Writer) 
 	}
 
 	agents := tools.Agents(pages, time.Now)
-	models := []web.ModelOption{{Name: demo.Name, Description: demo.Description}}
-	demoModel := demo.New()
+	models, byName, err := buildModels(cfg.models, getenv, log)
+	if err != nil {
+		return err
+	}
 	rt, err := engine.NewRuntime(engine.RuntimeConfig{
 		Store:  db,
 		Agents: agents,
 		Models: func(name string) (engine.Model, error) {
-			if name == demo.Name {
-				return demoModel, nil
+			if m, ok := byName[name]; ok {
+				return m, nil
 			}
-			return nil, fmt.Errorf("%w %q", engine.ErrUnknownModel, name)
+			return nil, fmt.Errorf("%w %q: it is not configured on this server (COUNTERSIGN_MODELS)", engine.ErrUnknownModel, name)
 		},
 		Workers:   cfg.workers,
 		Lease:     cfg.lease,
@@ -307,6 +325,64 @@ func faultHook(setting string, stdout io.Writer) func(string) {
 			select {}
 		}
 	}
+}
+
+// buildModels returns the models the playground offers: the demo model
+// first, then each configured provider:model entry whose provider has what
+// it needs (an API key, or a base URL for a local server). An entry without
+// it is left out with a warning; keys are never logged. Runs store the entry
+// as their model, so a run resumed after a restart continues on the same one.
+func buildModels(specs []string, getenv func(string) string, log *slog.Logger) ([]web.ModelOption, map[string]engine.Model, error) {
+	options := []web.ModelOption{{Name: demo.Name, Description: demo.Description}}
+	byName := map[string]engine.Model{demo.Name: demo.New()}
+	for _, spec := range specs {
+		provider, name, _ := strings.Cut(spec, ":")
+		var m engine.Model
+		var desc string
+		switch provider {
+		case "openai":
+			key, base := getenv("OPENAI_API_KEY"), getenv("OPENAI_BASE_URL")
+			if key == "" && base == "" {
+				log.Warn("model not offered: set OPENAI_API_KEY, or OPENAI_BASE_URL for a local server", "model", spec)
+				continue
+			}
+			om, err := openai.New(openai.Config{APIKey: key, BaseURL: base, Model: name})
+			if err != nil {
+				return nil, nil, fmt.Errorf("model %s: %w", spec, err)
+			}
+			m, desc = om, om.Describe()
+		case "ollama":
+			base := "http://localhost:11434/v1"
+			if h := getenv("OLLAMA_HOST"); h != "" {
+				if !strings.Contains(h, "://") {
+					h = "http://" + h
+				}
+				base = strings.TrimSuffix(h, "/") + "/v1"
+			}
+			om, err := openai.New(openai.Config{BaseURL: base, Model: name})
+			if err != nil {
+				return nil, nil, fmt.Errorf("model %s: %w", spec, err)
+			}
+			m, desc = om, om.Describe()
+		case "anthropic":
+			key := getenv("ANTHROPIC_API_KEY")
+			if key == "" {
+				log.Warn("model not offered: set ANTHROPIC_API_KEY", "model", spec)
+				continue
+			}
+			am, err := anthropic.New(anthropic.Config{APIKey: key, Model: name})
+			if err != nil {
+				return nil, nil, fmt.Errorf("model %s: %w", spec, err)
+			}
+			m, desc = am, am.Describe()
+		}
+		if _, dup := byName[spec]; dup {
+			continue
+		}
+		byName[spec] = m
+		options = append(options, web.ModelOption{Name: spec, Description: desc})
+	}
+	return options, byName, nil
 }
 
 // displayAddr turns a listen address into one a browser can open.

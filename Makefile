@@ -43,15 +43,56 @@ test: assets fmt-check generate-check vet
 	$(GO) test -race -count=1 ./...
 	$(GO) test -run='^$$' -fuzz=FuzzDecodeState -fuzztime=$(FUZZTIME) ./engine
 
+# Longer fuzzing than make test's short pass: the state decoder, then the
+# decision and run routes of the real app.
 fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzDecodeState -fuzztime=5m ./engine
+	$(GO) test -run='^$$' -fuzz=FuzzToolResume -fuzztime=2m ./web
+	$(GO) test -run='^$$' -fuzz=FuzzRunRoutes -fuzztime=2m ./web
 
 # The whole kill-point matrix of the crash test (make test runs a short form).
 chaos:
 	$(GO) test -count=1 -run TestCrashRecovery -crash.full -v .
 
-bench:
-	$(GO) test -run='^$$' -bench=. -benchmem -count=5 ./...
+# make bench: the Go benchmarks (-count runs each, medians by bench/report)
+# and the load programs of bench/ against the real binary, on loopback; about
+# ten minutes on two cores. Figures and goals end in $(BENCH_OUT)/summary.md;
+# docs/BENCHMARKS.md says what they mean. Each bench-* target runs alone too.
+BENCH_OUT   ?= bin/bench
+BENCH_COUNT ?= 5
+BENCH_1M    := $(BENCH_OUT)/history-1m.db
+
+.PHONY: bench-go bench-pollers bench-history bench-purge bench-rss bench-makerun bench-report
+
+bench: build
+	@mkdir -p $(BENCH_OUT) && rm -f $(BENCH_OUT)/*.json $(BENCH_OUT)/go.txt $(BENCH_OUT)/summary.md
+	@$(MAKE) --no-print-directory bench-go bench-pollers bench-history bench-purge bench-rss bench-makerun bench-report
+
+bench-go: SHELL := bash
+bench-go:
+	@mkdir -p $(BENCH_OUT)
+	set -o pipefail; $(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCH_COUNT) ./... | tee $(BENCH_OUT)/go.txt
+
+bench-pollers: build
+	$(GO) run ./bench/pollers -bin $(BIN) -out $(BENCH_OUT)
+
+# bench-history keeps its million runs for bench-purge, which purges them.
+bench-history:
+	$(GO) run ./bench/history -keep $(BENCH_1M) -out $(BENCH_OUT)
+
+bench-purge: build
+	@if [ -f $(BENCH_1M) ]; then db="-db $(BENCH_1M)"; fi; \
+	$(GO) run ./bench/purge -bin $(BIN) $$db -out $(BENCH_OUT)
+	@rm -f $(BENCH_1M) $(BENCH_1M)-wal $(BENCH_1M)-shm
+
+bench-rss: build
+	$(GO) run ./bench/rss -bin $(BIN) -out $(BENCH_OUT)
+
+bench-makerun:
+	$(GO) run ./bench/makerun -repo . -out $(BENCH_OUT)
+
+bench-report:
+	@$(GO) run ./bench/report -go $(BENCH_OUT)/go.txt -dir $(BENCH_OUT)
 
 clean:
 	rm -rf bin node_modules $(HTMX)

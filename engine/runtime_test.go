@@ -298,6 +298,11 @@ func TestCorruptStateRefusedWithoutConsumingTheRun(t *testing.T) {
 	if _, ok, _ := e.db.LastDecision(context.Background(), run.ID); ok {
 		t.Fatal("a decision event was written for a refused decision")
 	}
+	// The damaged run can still be cancelled.
+	if err := rt.Cancel(context.Background(), run.ID, "oscar"); err != nil {
+		t.Fatal(err)
+	}
+	e.waitStatus(t, run.ID, engine.StatusCancelled)
 }
 
 func TestCancel(t *testing.T) {

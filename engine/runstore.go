@@ -97,7 +97,8 @@ type RunStore interface {
 	// incremented. It fails with ErrLeaseLost when the run is in neither state.
 	AcquireRun(ctx context.Context, id, owner string, now, leaseUntil time.Time) (Run, error)
 	// AppendEvent appends ev while owner holds the run (status running,
-	// claimed by owner) and renews the lease. It returns the new seq and
+	// claimed by owner) and renews the lease; a model turn also adds to the
+	// run's counters, so a running or waiting run shows its totals so far. It returns the new seq and
 	// whether a cancel was requested; ErrLeaseLost when owner no longer
 	// holds the run.
 	AppendEvent(ctx context.Context, id, owner string, ev Event, leaseUntil time.Time) (seq int64, cancelRequested bool, err error)

@@ -150,13 +150,15 @@ func (db *DB) AcquireRun(ctx context.Context, id, owner string, now, leaseUntil 
 	return row.run(), nil
 }
 
-// AppendEvent appends ev while owner holds the run and renews its lease. It
-// returns the event's seq and whether a cancel was requested. It fails with
+// AppendEvent appends ev while owner holds the run and renews its lease; a
+// model turn also adds to the run's iteration and token counters. It returns the event's seq and whether a cancel was requested. It fails with
 // engine.ErrLeaseLost when owner no longer holds the run; an ended run also
 // matches engine.ErrRunTerminal.
 func (db *DB) AppendEvent(ctx context.Context, id, owner string, ev engine.Event, leaseUntil time.Time) (int64, bool, error) {
 	const q = `UPDATE agent_run
-		SET last_seq = last_seq + 1, lease_expires_at = ?, updated_at = ?
+		SET last_seq = last_seq + 1, lease_expires_at = ?, updated_at = ?,
+			iterations = iterations + ?, prompt_tokens = prompt_tokens + ?,
+			completion_tokens = completion_tokens + ?, total_tokens = total_tokens + ?
 		WHERE id = ? AND status = 'running' AND claimed_by = ?
 		RETURNING last_seq, cancel_requested`
 	at := ev.At
@@ -168,7 +170,18 @@ func (db *DB) AppendEvent(ctx context.Context, id, owner string, ev engine.Event
 		CancelRequested bool  `db:"cancel_requested"`
 	}
 	err := db.inTx(ctx, func(tx *sqlx.Tx) error {
-		err := tx.GetContext(ctx, &res, q, millis(leaseUntil), millis(at), id, owner)
+		// A model turn moves the run's counters on, so a running or waiting
+		// run shows its totals so far; FinishRun writes the final ones.
+		var turns int
+		var u engine.Usage
+		if ev.Kind == engine.EventModelTurn {
+			turns = 1
+			if ev.Usage != nil {
+				u = *ev.Usage
+			}
+		}
+		err := tx.GetContext(ctx, &res, q, millis(leaseUntil), millis(at), turns,
+			u.PromptTokens, u.CompletionTokens, u.TotalTokens, id, owner)
 		if errors.Is(err, sql.ErrNoRows) {
 			return heldError(ctx, tx, id)
 		}

@@ -63,10 +63,10 @@ func BenchmarkRunSteps(b *testing.B) {
 	}
 	s50, s99 := benchQuantile(ds, 0.50), benchQuantile(ds, 0.99)
 	l50, l99 := benchQuantile(dl, 0.50), benchQuantile(dl, 0.99)
-	b.ReportMetric(float64(s50.Microseconds()), "p50-10-µs")
-	b.ReportMetric(float64(s99.Microseconds()), "p99-10-µs")
-	b.ReportMetric(float64(l50.Microseconds()), "p50-10k-µs")
-	b.ReportMetric(float64(l99.Microseconds()), "p99-10k-µs")
+	b.ReportMetric(float64(s50.Microseconds()), "p50-10-us")
+	b.ReportMetric(float64(s99.Microseconds()), "p99-10-us")
+	b.ReportMetric(float64(l50.Microseconds()), "p50-10k-us")
+	b.ReportMetric(float64(l99.Microseconds()), "p99-10k-us")
 	b.ReportMetric(float64(l50)/float64(s50), "ratio-p50")
 	b.ReportMetric(float64(l99)/float64(s99), "ratio-p99")
 }

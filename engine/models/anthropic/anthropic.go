@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -27,6 +26,8 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"countersign/engine"
+	"countersign/engine/models/internal/apiconfig"
+	"countersign/engine/models/internal/apierror"
 )
 
 // Defaults of a Config.
@@ -37,12 +38,12 @@ const (
 	DefaultMaxTokens = 1024
 	// DefaultMaxRetries is how many times a request that failed with a rate
 	// limit, a server error, a timeout or a lost connection is retried.
-	DefaultMaxRetries = 2
+	DefaultMaxRetries = apiconfig.DefaultMaxRetries
 	// DefaultTimeout bounds each attempt of a request.
-	DefaultTimeout = 2 * time.Minute
+	DefaultTimeout = apiconfig.DefaultTimeout
 	// MaxRetryDelay bounds the wait before a retry. A server that asks for a
 	// longer wait (Retry-After) gets no retry: the error is returned at once.
-	MaxRetryDelay = 30 * time.Second
+	MaxRetryDelay = apiconfig.MaxRetryDelay
 )
 
 // Config says which model to use and how to reach it.
@@ -74,10 +75,10 @@ type Model struct {
 	model     string
 	maxTokens int
 	baseURL   string
-	timeout   time.Duration
-	// redact removes the API key from a text. The key itself is not kept in
-	// a field, so that printing a Model cannot show it.
-	redact func(string) string
+	// errs makes the errors of the calls. It keeps a function that removes
+	// the API key from a text, not the key, so that printing a Model cannot
+	// show it.
+	errs apierror.Source
 }
 
 var _ engine.Model = (*Model)(nil)
@@ -97,9 +98,8 @@ func New(cfg Config) (*Model, error) {
 		}
 		base = DefaultBaseURL
 	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("anthropic: base URL %q is not an absolute http(s) URL", displayURL(base))
+	if err := apiconfig.CheckBaseURL(base); err != nil {
+		return nil, fmt.Errorf("anthropic: %w", err)
 	}
 	if cfg.MaxTokens < 0 {
 		return nil, fmt.Errorf("anthropic: max tokens %d is negative", cfg.MaxTokens)
@@ -108,23 +108,13 @@ func New(cfg Config) (*Model, error) {
 	if maxTokens == 0 {
 		maxTokens = DefaultMaxTokens
 	}
-	retries := cfg.MaxRetries
-	switch {
-	case retries == 0:
-		retries = DefaultMaxRetries
-	case retries < 0:
-		retries = 0
-	}
-	timeout := cfg.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
+	timeout := apiconfig.Timeout(cfg.Timeout)
 
 	// Nothing comes from the environment: the configuration is all there is.
 	opts := []option.RequestOption{
 		option.WithoutEnvironmentDefaults(),
 		option.WithBaseURL(base),
-		option.WithMaxRetries(retries),
+		option.WithMaxRetries(apiconfig.Retries(cfg.MaxRetries)),
 		option.WithRequestTimeout(timeout),
 		option.WithMiddleware(capRetryAfter(MaxRetryDelay)),
 	}
@@ -138,9 +128,8 @@ func New(cfg Config) (*Model, error) {
 		client:    sdk.NewClient(opts...),
 		model:     name,
 		maxTokens: maxTokens,
-		baseURL:   displayURL(base),
-		timeout:   timeout,
-		redact:    redactor(cfg.APIKey),
+		baseURL:   apiconfig.DisplayURL(base),
+		errs:      apierror.Source{Provider: "anthropic", Model: name, Timeout: timeout, Redact: apierror.Redactor(cfg.APIKey)},
 	}, nil
 }
 
@@ -161,7 +150,7 @@ func (m *Model) Generate(ctx context.Context, req engine.ModelRequest) (engine.M
 	}
 	params, err := m.params(req)
 	if err != nil {
-		return engine.ModelResponse{}, &Error{Kind: KindBadRequest, Model: m.model, Message: m.redact(err.Error()), Err: err}
+		return engine.ModelResponse{}, m.errs.New(KindBadRequest, err)
 	}
 	var res *http.Response
 	msg, err := m.client.Messages.New(ctx, params, option.WithResponseInto(&res))
@@ -169,15 +158,4 @@ func (m *Model) Generate(ctx context.Context, req engine.ModelRequest) (engine.M
 		return engine.ModelResponse{}, m.classify(ctx, err, res)
 	}
 	return response(msg), nil
-}
-
-// displayURL returns u without user information or query, which may hold
-// credentials.
-func displayURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "an unparsable URL"
-	}
-	u.User, u.RawQuery, u.Fragment = nil, "", ""
-	return strings.TrimSuffix(u.String(), "/")
 }

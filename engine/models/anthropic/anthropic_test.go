@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"countersign/engine"
+	"countersign/engine/models/internal/providertest"
 )
 
 // preamble is the text callsReply puts before the tool_use blocks.
@@ -17,14 +18,14 @@ const preamble = `{"type": "text", "text": "I'll use the tools for that."}`
 func assistantJSON(calls ...engine.ToolCall) string {
 	blocks := []string{preamble}
 	for _, c := range calls {
-		blocks = append(blocks, fmt.Sprintf(`{"type": "tool_use", "id": %s, "name": %s, "input": %s}`, q(c.ID), q(c.Name), c.Arguments))
+		blocks = append(blocks, fmt.Sprintf(`{"type": "tool_use", "id": %s, "name": %s, "input": %s}`, providertest.Quote(c.ID), providertest.Quote(c.Name), c.Arguments))
 	}
 	return `{"role": "assistant", "content": [` + strings.Join(blocks, ", ") + `]}`
 }
 
 // resultJSON is one tool_result block.
 func resultJSON(id, text string, isError bool) string {
-	s := fmt.Sprintf(`{"type": "tool_result", "tool_use_id": %s, "content": [{"type": "text", "text": %s}]`, q(id), q(text))
+	s := fmt.Sprintf(`{"type": "tool_result", "tool_use_id": %s, "content": [{"type": "text", "text": %s}]`, providertest.Quote(id), providertest.Quote(text))
 	if isError {
 		s += `, "is_error": true`
 	}
@@ -41,13 +42,13 @@ func resultsJSON(blocks ...string) string {
 // both results into one user message.
 func TestReadOnlyRun(t *testing.T) {
 	calls := []engine.ToolCall{
-		call("toolu_01A09q90qw90lq917835lq9", "count_words", `{"slug": "pricing"}`),
-		call("toolu_01B19q90qw90lq917835lq9", "count_words", `{"slug": "faq"}`),
+		providertest.Call("toolu_01A09q90qw90lq917835lq9", "count_words", `{"slug": "pricing"}`),
+		providertest.Call("toolu_01B19q90qw90lq917835lq9", "count_words", `{"slug": "faq"}`),
 	}
-	srv := newServer(t, callsReply(2095, 503, calls...), textReply("Both pages have 42 words.", 2700, 20))
-	j := &journal{}
+	srv := providertest.NewServer(t, callsReply(2095, 503, calls...), textReply("Both pages have 42 words.", 2700, 20))
+	j := &providertest.Journal{}
 	const prompt = "Count the words of pricing and faq."
-	res, err := newLoop(newModel(t, srv.config()), j, nil).Run(context.Background(), engine.Request{Prompt: prompt})
+	res, err := providertest.NewLoop(newModel(t, config(srv)), j, nil).Run(context.Background(), engine.Request{Prompt: prompt})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -57,21 +58,21 @@ func TestReadOnlyRun(t *testing.T) {
 	if want := (engine.Usage{PromptTokens: 4795, CompletionTokens: 523, TotalTokens: 5318}); res.Usage != want || res.Iterations != 2 {
 		t.Errorf("usage %+v over %d iterations, want %+v over 2", res.Usage, res.Iterations, want)
 	}
-	if got, want := j.list(), []string{"count_words pricing", "count_words faq"}; !reflect.DeepEqual(got, want) {
+	if got, want := j.List(), []string{"count_words pricing", "count_words faq"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("ran %v, want %v", got, want)
 	}
 	if got := res.Transcript[3].Content; got != "I'll use the tools for that." {
 		t.Errorf("assistant text %q", got)
 	}
 
-	if srv.path(0) != "POST /v1/messages" {
-		t.Errorf("request went to %q", srv.path(0))
+	if srv.Path(0) != "POST /v1/messages" {
+		t.Errorf("request went to %q", srv.Path(0))
 	}
-	if h := srv.header(0); !strings.Contains(h.Get("Authorization")+h.Get("X-Api-Key"), testKey) || h.Get("Anthropic-Version") == "" {
+	if h := srv.Header(0); !strings.Contains(h.Get("Authorization")+h.Get("X-Api-Key"), providertest.Key) || h.Get("Anthropic-Version") == "" {
 		t.Errorf("request headers lack the key or the API version: %v", h)
 	}
-	assertJSON(t, "first request", srv.body(0), requestJSON(promptJSON(prompt)))
-	assertJSON(t, "second request", srv.body(1), requestJSON(promptJSON(prompt), assistantJSON(calls...),
+	providertest.AssertJSON(t, "first request", srv.Body(0), requestJSON(promptJSON(prompt)))
+	providertest.AssertJSON(t, "second request", srv.Body(1), requestJSON(promptJSON(prompt), assistantJSON(calls...),
 		resultsJSON(
 			resultJSON(calls[0].ID, `{"slug":"pricing","words":42}`, false),
 			resultJSON(calls[1].ID, `{"slug":"faq","words":42}`, false))))
@@ -80,16 +81,16 @@ func TestReadOnlyRun(t *testing.T) {
 // Suspend -> approve -> continue, across a stored state and a new Model
 // built from the same configuration, as after a restart.
 func TestApproveAndContinue(t *testing.T) {
-	pub := call("toolu_01Pub", "publish_page", `{"slug": "about"}`)
-	srv := newServer(t, callsReply(600, 40, pub), textReply("The about page is published.", 700, 10))
-	j := &journal{}
+	pub := providertest.Call("toolu_01Pub", "publish_page", `{"slug": "about"}`)
+	srv := providertest.NewServer(t, callsReply(600, 40, pub), textReply("The about page is published.", 700, 10))
+	j := &providertest.Journal{}
 	const prompt = "Publish the about page."
-	state := suspend(t, newLoop(newModel(t, srv.config()), j, nil), prompt)
-	if len(j.list()) != 0 || srv.requests() != 1 {
-		t.Fatalf("before the decision: ran %v after %d requests", j.list(), srv.requests())
+	state := providertest.Suspend(t, providertest.NewLoop(newModel(t, config(srv)), j, nil), prompt)
+	if len(j.List()) != 0 || srv.Requests() != 1 {
+		t.Fatalf("before the decision: ran %v after %d requests", j.List(), srv.Requests())
 	}
 
-	l := newLoop(newModel(t, srv.config()), j, nil)
+	l := providertest.NewLoop(newModel(t, config(srv)), j, nil)
 	res, err := l.Resume(context.Background(), state, engine.Decision{Approve: true, Digest: state.Digest(), By: "alice"})
 	if err != nil {
 		t.Fatalf("Resume: %v", err)
@@ -100,10 +101,10 @@ func TestApproveAndContinue(t *testing.T) {
 	if want := (engine.Usage{PromptTokens: 1300, CompletionTokens: 50, TotalTokens: 1350}); res.Usage != want {
 		t.Errorf("usage %+v, want %+v", res.Usage, want)
 	}
-	if got := j.list(); !reflect.DeepEqual(got, []string{"publish_page about"}) {
+	if got := j.List(); !reflect.DeepEqual(got, []string{"publish_page about"}) {
 		t.Errorf("ran %v", got)
 	}
-	assertJSON(t, "request after the resume", srv.body(1), requestJSON(promptJSON(prompt), assistantJSON(pub),
+	providertest.AssertJSON(t, "request after the resume", srv.Body(1), requestJSON(promptJSON(prompt), assistantJSON(pub),
 		resultsJSON(resultJSON(pub.ID, "published about", false))))
 }
 
@@ -112,38 +113,28 @@ func TestApproveAndContinue(t *testing.T) {
 // reason.
 func TestDenySeveralCalls(t *testing.T) {
 	calls := []engine.ToolCall{
-		call("toolu_A", "count_words", `{"slug": "about"}`),
-		call("toolu_B", "publish_page", `{"slug": "about"}`),
-		call("toolu_C", "publish_page", `{"slug": "faq"}`),
+		providertest.Call("toolu_A", "count_words", `{"slug": "about"}`),
+		providertest.Call("toolu_B", "publish_page", `{"slug": "about"}`),
+		providertest.Call("toolu_C", "publish_page", `{"slug": "faq"}`),
 	}
-	srv := newServer(t, callsReply(600, 90, calls...), textReply("Nothing was published: the operator denied it.", 900, 12))
-	j := &journal{}
-	l := newLoop(newModel(t, srv.config()), j, nil)
+	srv := providertest.NewServer(t, callsReply(600, 90, calls...), textReply("Nothing was published: the operator denied it.", 900, 12))
+	j := &providertest.Journal{}
+	l := providertest.NewLoop(newModel(t, config(srv)), j, nil)
 	const prompt = "Publish about and faq."
-	state := suspend(t, l, prompt)
+	state := providertest.Suspend(t, l, prompt)
 	res, err := l.Resume(context.Background(), state, engine.Decision{Digest: state.Digest(), By: "bob", Reason: "not before the launch"})
 	if err != nil {
 		t.Fatalf("Resume: %v", err)
 	}
-	if len(j.list()) != 0 {
-		t.Errorf("denied calls ran: %v", j.list())
+	if len(j.List()) != 0 {
+		t.Errorf("denied calls ran: %v", j.List())
 	}
 	if res.Answer != "Nothing was published: the operator denied it." {
 		t.Errorf("answer %q", res.Answer)
 	}
 
-	// The denial texts are the engine's; take them from the transcript and
-	// check what they must say.
-	denials := toolContents(res.Transcript)
-	if len(denials) != 3 {
-		t.Fatalf("%d tool results in the transcript, want 3", len(denials))
-	}
-	for i, d := range denials {
-		if !strings.HasPrefix(d, engine.DeniedPrefix) || !strings.Contains(d, "not before the launch") {
-			t.Errorf("result %d is not a denial with the reason: %q", i+1, d)
-		}
-	}
-	assertJSON(t, "request after the denial", srv.body(1), requestJSON(promptJSON(prompt), assistantJSON(calls...),
+	denials := providertest.Denials(t, res.Transcript, 3, "not before the launch")
+	providertest.AssertJSON(t, "request after the denial", srv.Body(1), requestJSON(promptJSON(prompt), assistantJSON(calls...),
 		resultsJSON(
 			resultJSON("toolu_A", denials[0], true),
 			resultJSON("toolu_B", denials[1], true),
@@ -154,22 +145,22 @@ func TestDenySeveralCalls(t *testing.T) {
 // and each tool_use is answered once, in order, in one user message.
 func TestApproveSeveralCalls(t *testing.T) {
 	calls := []engine.ToolCall{
-		call("toolu_1", "publish_page", `{"slug": "about"}`),
-		call("toolu_2", "count_words", `{"slug": "about"}`),
-		call("toolu_3", "publish_page", `{"slug": "faq"}`),
+		providertest.Call("toolu_1", "publish_page", `{"slug": "about"}`),
+		providertest.Call("toolu_2", "count_words", `{"slug": "about"}`),
+		providertest.Call("toolu_3", "publish_page", `{"slug": "faq"}`),
 	}
-	srv := newServer(t, callsReply(600, 90, calls...), textReply("Published about (42 words) and faq.", 900, 12))
-	j := &journal{}
-	l := newLoop(newModel(t, srv.config()), j, nil)
+	srv := providertest.NewServer(t, callsReply(600, 90, calls...), textReply("Published about (42 words) and faq.", 900, 12))
+	j := &providertest.Journal{}
+	l := providertest.NewLoop(newModel(t, config(srv)), j, nil)
 	const prompt = "Publish about and faq."
-	state := suspend(t, l, prompt)
+	state := providertest.Suspend(t, l, prompt)
 	if _, err := l.Resume(context.Background(), state, engine.Decision{Approve: true, Digest: state.Digest()}); err != nil {
 		t.Fatalf("Resume: %v", err)
 	}
-	if got, want := j.list(), []string{"publish_page about", "count_words about", "publish_page faq"}; !reflect.DeepEqual(got, want) {
+	if got, want := j.List(), []string{"publish_page about", "count_words about", "publish_page faq"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("ran %v, want %v", got, want)
 	}
-	assertJSON(t, "request after the resume", srv.body(1), requestJSON(promptJSON(prompt), assistantJSON(calls...),
+	providertest.AssertJSON(t, "request after the resume", srv.Body(1), requestJSON(promptJSON(prompt), assistantJSON(calls...),
 		resultsJSON(
 			resultJSON("toolu_1", "published about", false),
 			resultJSON("toolu_2", `{"slug":"about","words":42}`, false),
@@ -181,26 +172,26 @@ func TestApproveSeveralCalls(t *testing.T) {
 // result, and the next request sends the call with {} as its input and the
 // error result with is_error.
 func TestMalformedArguments(t *testing.T) {
-	bad := call("toolu_Bad", "count_words", `"pricing"`)
-	srv := newServer(t, callsReply(500, 30, bad), textReply("Sorry, I could not count the words.", 600, 9))
-	j := &journal{}
+	bad := providertest.Call("toolu_Bad", "count_words", `"pricing"`)
+	srv := providertest.NewServer(t, callsReply(500, 30, bad), textReply("Sorry, I could not count the words.", 600, 9))
+	j := &providertest.Journal{}
 	const prompt = "Count pricing."
-	res, err := newLoop(newModel(t, srv.config()), j, nil).Run(context.Background(), engine.Request{Prompt: prompt})
+	res, err := providertest.NewLoop(newModel(t, config(srv)), j, nil).Run(context.Background(), engine.Request{Prompt: prompt})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if res.Termination != engine.TermCompleted || len(j.list()) != 0 {
-		t.Errorf("termination %q, ran %v", res.Termination, j.list())
+	if res.Termination != engine.TermCompleted || len(j.List()) != 0 {
+		t.Errorf("termination %q, ran %v", res.Termination, j.List())
 	}
 	if got := res.Transcript[3].ToolCalls[0].Arguments; got != `"pricing"` {
 		t.Errorf("arguments %q, want them as the model produced them", got)
 	}
-	results := toolContents(res.Transcript)
+	results := providertest.ToolContents(res.Transcript)
 	if len(results) != 1 || !strings.HasPrefix(results[0], "error: arguments are not a valid JSON object") {
 		t.Fatalf("tool results %q", results)
 	}
-	assertJSON(t, "request after the bad call", srv.body(1), requestJSON(promptJSON(prompt),
-		assistantJSON(call(bad.ID, bad.Name, `{}`)),
+	providertest.AssertJSON(t, "request after the bad call", srv.Body(1), requestJSON(promptJSON(prompt),
+		assistantJSON(providertest.Call(bad.ID, bad.Name, `{}`)),
 		resultsJSON(resultJSON(bad.ID, results[0], true))))
 }
 
@@ -224,13 +215,13 @@ func TestToolInput(t *testing.T) {
 // An empty result has no content block; the transcript's text and calls go
 // into one assistant message; a schema keeps its other keywords.
 func TestRequestShapes(t *testing.T) {
-	srv := newServer(t, textReply("ok", 1, 1))
-	cfg := srv.config()
+	srv := providertest.NewServer(t, textReply("ok", 1, 1))
+	cfg := config(srv)
 	cfg.MaxTokens = 300
 	req := engine.ModelRequest{
 		Messages: []engine.Message{
 			{Role: engine.RoleUser, Content: "Do it."},
-			{Role: engine.RoleAssistant, Content: "Sure.", ToolCalls: []engine.ToolCall{call("toolu_E", "noop", "")}},
+			{Role: engine.RoleAssistant, Content: "Sure.", ToolCalls: []engine.ToolCall{providertest.Call("toolu_E", "noop", "")}},
 			{Role: engine.RoleTool, ToolCallID: "toolu_E", ToolName: "noop", Content: ""},
 		},
 		Tools: []engine.ToolSpec{{Name: "noop", Parameters: []byte(`{"type":"object","properties":{},"additionalProperties":false}`)}},
@@ -238,7 +229,7 @@ func TestRequestShapes(t *testing.T) {
 	if _, err := newModel(t, cfg).Generate(context.Background(), req); err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
-	assertJSON(t, "request", srv.body(0), `{
+	providertest.AssertJSON(t, "request", srv.Body(0), `{
 	  "model": "claude-sonnet-4-5",
 	  "max_tokens": 300,
 	  "messages": [
@@ -252,10 +243,10 @@ func TestRequestShapes(t *testing.T) {
 
 // Cached prompt tokens count as prompt tokens.
 func TestUsageWithCache(t *testing.T) {
-	srv := newServer(t, reply{body: `{"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+	srv := providertest.NewServer(t, providertest.Reply{Body: `{"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
 	  "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn", "stop_sequence": null,
 	  "usage": {"input_tokens": 10, "cache_creation_input_tokens": 100, "cache_read_input_tokens": 1000, "output_tokens": 5}}`})
-	resp, err := newModel(t, srv.config()).Generate(context.Background(), hello)
+	resp, err := newModel(t, config(srv)).Generate(context.Background(), providertest.Hello())
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
@@ -268,13 +259,13 @@ func TestUsageWithCache(t *testing.T) {
 func TestIgnoresEnvironment(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-from-the-environment")
 	t.Setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1")
-	srv := newServer(t, textReply("ok", 1, 1))
-	cfg := srv.config()
+	srv := providertest.NewServer(t, textReply("ok", 1, 1))
+	cfg := config(srv)
 	cfg.APIKey = ""
-	if _, err := newModel(t, cfg).Generate(context.Background(), hello); err != nil {
+	if _, err := newModel(t, cfg).Generate(context.Background(), providertest.Hello()); err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
-	for k, v := range srv.header(0) {
+	for k, v := range srv.Header(0) {
 		if strings.Contains(strings.Join(v, " "), "from-the-environment") {
 			t.Errorf("header %s carries the key from the environment", k)
 		}
@@ -282,7 +273,7 @@ func TestIgnoresEnvironment(t *testing.T) {
 }
 
 func TestDescribe(t *testing.T) {
-	m := newModel(t, Config{APIKey: testKey, Model: "claude-sonnet-4-5"})
+	m := newModel(t, Config{APIKey: providertest.Key, Model: "claude-sonnet-4-5"})
 	if got, want := m.Describe(), "Anthropic model claude-sonnet-4-5 at https://api.anthropic.com"; got != want {
 		t.Errorf("Describe() = %q, want %q", got, want)
 	}
@@ -291,28 +282,17 @@ func TestDescribe(t *testing.T) {
 func TestNewRefusesBadConfig(t *testing.T) {
 	for _, cfg := range []Config{
 		{},
-		{APIKey: testKey},
+		{APIKey: providertest.Key},
 		{Model: "claude-sonnet-4-5"},
-		{APIKey: testKey, Model: "claude-sonnet-4-5", BaseURL: "api.anthropic.com"},
-		{APIKey: testKey, Model: "claude-sonnet-4-5", MaxTokens: -1},
+		{APIKey: providertest.Key, Model: "claude-sonnet-4-5", BaseURL: "api.anthropic.com"},
+		{APIKey: providertest.Key, Model: "claude-sonnet-4-5", MaxTokens: -1},
 	} {
 		m, err := New(cfg)
 		if err == nil {
 			t.Errorf("New(%+v) succeeded", cfg)
-		} else if strings.Contains(err.Error(), testKey) {
+		} else if strings.Contains(err.Error(), providertest.Key) {
 			t.Errorf("error contains the key: %v", err)
 		}
 		_ = m
 	}
-}
-
-// toolContents returns the contents of the tool messages of a transcript.
-func toolContents(msgs []engine.Message) []string {
-	var out []string
-	for _, m := range msgs {
-		if m.Role == engine.RoleTool {
-			out = append(out, m.Content)
-		}
-	}
-	return out
 }

@@ -3,203 +3,41 @@ package anthropic
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
 	"net/http"
-	"strings"
-	"unicode/utf8"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+
+	"countersign/engine/models/internal/apierror"
 )
+
+// Error is a failed model call; see apierror.Error. Its text opens with
+// "anthropic: ".
+type Error = apierror.Error
 
 // Kind is the class of an Error: what went wrong, as far as the caller can
 // act on it.
-type Kind string
+type Kind = apierror.Kind
 
-// The kinds of Error.
+// The kinds of Error; apierror documents each.
 const (
-	// KindAuth is a 401 or 403: the API key is missing, wrong or not allowed
-	// to use the model.
-	KindAuth Kind = "auth"
-	// KindModelNotFound is a 404: the server does not know the model (or the
-	// base URL does not point at the API root).
-	KindModelNotFound Kind = "model_not_found"
-	// KindRateLimited is a 429 that outlasted the retries.
-	KindRateLimited Kind = "rate_limited"
-	// KindServer is a 5xx, such as 529 overloaded, that outlasted the
-	// retries.
-	KindServer Kind = "server"
-	// KindTimeout is a request whose attempts got no answer within the
-	// timeout.
-	KindTimeout Kind = "timeout"
-	// KindCancelled is a request given up because its context ended; the
-	// error wraps the context's error.
-	KindCancelled Kind = "cancelled"
-	// KindConnection is a server that could not be reached.
-	KindConnection Kind = "connection"
-	// KindBadRequest is any other refusal (a 4xx), or a request that could
-	// not be built.
-	KindBadRequest Kind = "bad_request"
-	// KindBadResponse is an answer this package cannot use.
-	KindBadResponse Kind = "bad_response"
+	KindAuth          = apierror.KindAuth
+	KindModelNotFound = apierror.KindModelNotFound
+	KindRateLimited   = apierror.KindRateLimited
+	KindServer        = apierror.KindServer
+	KindTimeout       = apierror.KindTimeout
+	KindCancelled     = apierror.KindCancelled
+	KindConnection    = apierror.KindConnection
+	KindBadRequest    = apierror.KindBadRequest
+	KindBadResponse   = apierror.KindBadResponse
 )
 
-// statusOverloaded is the status of the API's overloaded_error.
-const statusOverloaded = 529
-
-// maxMessageBytes bounds the provider's explanation kept in an Error.
-const maxMessageBytes = 500
-
-// Error is a failed model call. Its text says which kind of failure it is
-// and what to check, in a sentence fit for the run page; it never contains
-// the API key, which is removed from the provider's message and from the
-// cause's text when the Error is made.
-type Error struct {
-	// Kind is the class of the failure.
-	Kind Kind
-	// StatusCode is the HTTP status of the last attempt, zero without one.
-	StatusCode int
-	// Model is the model name the request was for.
-	Model string
-	// Message is the provider's explanation, or the cause's text for a
-	// connection failure, without the API key; it may be empty.
-	Message string
-	// Err is the cause: the SDK's error, or the context's for KindCancelled.
-	// A cause whose text would show the API key is replaced by its redacted
-	// text.
-	Err error
-}
-
-// Error returns the kind's sentence, then the provider's message if any.
-func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString("anthropic: ")
-	b.WriteString(e.summary())
-	if e.Message != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Message)
-	}
-	return b.String()
-}
-
-// summary is the sentence for the kind, with the status when there is one.
-func (e *Error) summary() string {
-	status := ""
-	if e.StatusCode != 0 {
-		status = fmt.Sprintf(" (HTTP %d)", e.StatusCode)
-	}
-	switch e.Kind {
-	case KindAuth:
-		if e.StatusCode == http.StatusForbidden {
-			return "access denied" + status + ": check the API key and that it may use model " + e.Model
-		}
-		return "authentication failed" + status + ": check the API key"
-	case KindModelNotFound:
-		return fmt.Sprintf("model %q not found%s: check the model name and the base URL", e.Model, status)
-	case KindRateLimited:
-		return "rate limited" + status + ": wait a little, or check the account's quota"
-	case KindServer:
-		if e.StatusCode == statusOverloaded {
-			return "the API is overloaded" + status + ": try again later"
-		}
-		return "the server failed" + status + ": try again later"
-	case KindTimeout:
-		return "timed out" + status
-	case KindCancelled:
-		return "request cancelled"
-	case KindConnection:
-		return "cannot reach the server"
-	case KindBadResponse:
-		return "unusable response" + status
-	default:
-		return "request refused" + status
-	}
-}
-
-// Unwrap returns the cause.
-func (e *Error) Unwrap() error { return e.Err }
-
-// classify turns a failed SDK call into an *Error. res is the last HTTP
+// classify turns a failed SDK call into an *Error, with the status and
+// message of the SDK's *sdk.Error when err is one. res is the last HTTP
 // response, when there was one.
 func (m *Model) classify(ctx context.Context, err error, res *http.Response) *Error {
-	e := &Error{Model: m.model, Err: err}
 	var apiErr *sdk.Error
-	switch {
-	case ctx.Err() != nil:
-		e.Kind, e.Err, e.Message = KindCancelled, ctx.Err(), ctx.Err().Error()
-	case errors.As(err, &apiErr):
-		e.StatusCode, e.Message = apiErr.StatusCode, apiErr.Message
-	case res != nil && res.StatusCode >= 400:
-		// An error body the SDK could not read, such as a proxy's HTML page.
-		e.StatusCode = res.StatusCode
-	case isTimeout(err):
-		e.Kind, e.Message = KindTimeout, fmt.Sprintf("no answer within %s", m.timeout)
-	case res != nil:
-		// The server answered, but not with a body the SDK could read.
-		e.Kind, e.Message = KindBadResponse, err.Error()
-	default:
-		e.Kind, e.Message = KindConnection, err.Error()
+	if errors.As(err, &apiErr) {
+		return m.errs.Classify(ctx, err, &apierror.Status{Code: apiErr.StatusCode, Message: apiErr.Message}, res)
 	}
-	if e.StatusCode != 0 {
-		e.Kind = kindOf(e.StatusCode)
-	}
-	if e.StatusCode == http.StatusUnauthorized {
-		// Some servers echo part of the rejected key here.
-		e.Message = ""
-	}
-	// Redact before clipping, so that no cut leaves part of the key.
-	e.Message = clip(strings.TrimSpace(m.redact(e.Message)))
-	// A cause whose text holds the key (an error body that echoes it) is
-	// replaced by its redacted text, so that no error of the chain shows it.
-	if text := e.Err.Error(); m.redact(text) != text {
-		e.Err = errors.New(m.redact(text))
-	}
-	return e
-}
-
-// kindOf classifies an HTTP error status.
-func kindOf(status int) Kind {
-	switch {
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return KindAuth
-	case status == http.StatusNotFound:
-		return KindModelNotFound
-	case status == http.StatusTooManyRequests:
-		return KindRateLimited
-	case status == http.StatusRequestTimeout:
-		return KindTimeout
-	case status >= 500:
-		return KindServer
-	default:
-		return KindBadRequest
-	}
-}
-
-// isTimeout reports whether err is an attempt that ran out of time.
-func isTimeout(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
-}
-
-// redactor returns a function that replaces key in a text.
-func redactor(key string) func(string) string {
-	if key == "" {
-		return func(s string) string { return s }
-	}
-	return func(s string) string { return strings.ReplaceAll(s, key, "[redacted]") }
-}
-
-// clip cuts s to maxMessageBytes without splitting a rune.
-func clip(s string) string {
-	if len(s) <= maxMessageBytes {
-		return s
-	}
-	n := maxMessageBytes
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
+	return m.errs.Classify(ctx, err, nil, res)
 }

@@ -2,272 +2,101 @@ package openai
 
 import (
 	"context"
-	"errors"
 	"net/http"
-	"strings"
 	"testing"
-	"time"
 
-	"countersign/engine"
+	"countersign/engine/models/internal/providertest"
 )
 
-// hello is the smallest request.
-var hello = engine.ModelRequest{Messages: []engine.Message{{Role: engine.RoleUser, Content: "Hi"}}}
-
-// asError fails unless err is an *Error of kind and returns it. It checks as
-// well that no error of the chain has the API key in its text.
-func asError(t *testing.T, err error, kind Kind) *Error {
-	t.Helper()
-	var e *Error
-	if !errors.As(err, &e) {
-		t.Fatalf("want *Error, got %T: %v", err, err)
-	}
-	if e.Kind != kind {
-		t.Errorf("kind %q, want %q (%v)", e.Kind, kind, err)
-	}
-	for x := err; x != nil; x = errors.Unwrap(x) {
-		if strings.Contains(x.Error(), testKey) {
-			t.Errorf("the text of %T in the chain contains the API key: %v", x, x)
-		}
-	}
-	return e
-}
-
-// HTTP errors end the run with a model error whose text says what to check,
-// without the API key, even where the server echoes it.
 func TestHTTPErrors(t *testing.T) {
-	tests := []struct {
-		name   string
-		reply  reply
-		kind   Kind
-		status int
-		says   []string
-	}{
-		{"unauthorized",
-			errorReply(401, "Incorrect API key provided: "+testKey+". You can find your API key at https://platform.openai.com/account/api-keys.", "invalid_request_error", "invalid_api_key"),
-			KindAuth, 401, []string{"authentication failed (HTTP 401): check the API key"}},
-		{"forbidden",
-			errorReply(403, "Project does not have access to model gpt-4o-mini (key "+testKey+").", "invalid_request_error", "model_not_allowed"),
-			KindAuth, 403, []string{"access denied (HTTP 403)", "check the API key", "Project does not have access", "[redacted]"}},
-		{"model not found",
-			errorReply(404, "The model `gpt-4o-mini` does not exist or you do not have access to it.", "invalid_request_error", "model_not_found"),
-			KindModelNotFound, 404, []string{`model "gpt-4o-mini" not found (HTTP 404)`, "does not exist"}},
-		{"bad request echoing the key",
-			errorReply(400, "Invalid header value 'Bearer "+testKey+"'.", "invalid_request_error", ""),
-			KindBadRequest, 400, []string{"request refused (HTTP 400)", "[redacted]"}},
-		{"server error",
-			errorReply(500, "The server had an error while processing your request. Sorry about that!", "server_error", ""),
-			KindServer, 500, []string{"the server failed (HTTP 500)", "try again later"}},
-		{"proxy page that is not JSON",
-			reply{status: 502, header: map[string]string{"Content-Type": "text/html"}, body: "<html><body><h1>502 Bad Gateway</h1></body></html>"},
-			KindServer, 502, []string{"the server failed (HTTP 502)"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			srv := newServer(t, tt.reply)
-			rec := &events{}
-			_, err := newLoop(newModel(t, srv.config()), &journal{}, rec).Run(context.Background(), engine.Request{Prompt: "Count pricing."})
-			var runErr *engine.RunError
-			if !errors.As(err, &runErr) || runErr.Termination != engine.TermModelError {
-				t.Fatalf("want a *engine.RunError ending in %s, got %v", engine.TermModelError, err)
-			}
-			t.Log(err)
-			e := asError(t, err, tt.kind)
-			if e.StatusCode != tt.status || e.Model != "gpt-4o-mini" {
-				t.Errorf("status %d, model %q", e.StatusCode, e.Model)
-			}
-			for _, s := range tt.says {
-				if !strings.Contains(err.Error(), s) {
-					t.Errorf("error %q does not say %q", err, s)
-				}
-			}
-			if strings.Contains(rec.text(), testKey) {
-				t.Errorf("an event contains the API key:\n%s", rec.text())
-			}
-			if n := srv.requests(); n != 1 {
-				t.Errorf("%d requests, want 1", n)
-			}
-		})
-	}
+	providertest.HTTPErrors(t, provider, []providertest.HTTPError{{
+		Name:   "unauthorized",
+		Reply:  errorReply(401, "Incorrect API key provided: "+providertest.Key+". You can find your API key at https://platform.openai.com/account/api-keys.", "invalid_request_error", "invalid_api_key"),
+		Kind:   KindAuth,
+		Status: 401,
+		Says:   []string{"authentication failed (HTTP 401): check the API key"},
+	}, {
+		Name:   "forbidden",
+		Reply:  errorReply(403, "Project does not have access to model gpt-4o-mini (key "+providertest.Key+").", "invalid_request_error", "model_not_allowed"),
+		Kind:   KindAuth,
+		Status: 403,
+		Says:   []string{"access denied (HTTP 403)", "check the API key", "Project does not have access", "[redacted]"},
+	}, {
+		Name:   "model not found",
+		Reply:  errorReply(404, "The model `gpt-4o-mini` does not exist or you do not have access to it.", "invalid_request_error", "model_not_found"),
+		Kind:   KindModelNotFound,
+		Status: 404,
+		Says:   []string{`model "gpt-4o-mini" not found (HTTP 404)`, "does not exist"},
+	}, {
+		Name:   "bad request echoing the key",
+		Reply:  errorReply(400, "Invalid header value 'Bearer "+providertest.Key+"'.", "invalid_request_error", ""),
+		Kind:   KindBadRequest,
+		Status: 400,
+		Says:   []string{"request refused (HTTP 400)", "[redacted]"},
+	}, {
+		Name:   "server error",
+		Reply:  errorReply(500, "The server had an error while processing your request. Sorry about that!", "server_error", ""),
+		Kind:   KindServer,
+		Status: 500,
+		Says:   []string{"the server failed (HTTP 500)", "try again later"},
+	}, {
+		Name:   "proxy page that is not JSON",
+		Reply:  providertest.BadGateway,
+		Kind:   KindServer,
+		Status: 502,
+		Says:   []string{"the server failed (HTTP 502)"},
+	}})
 }
 
-// A 429 is retried after the Retry-After the server asks for, and the run
-// goes on.
+// rateLimited is a 429 with this message, type and code that asks to retry
+// after wait seconds.
+func rateLimited(wait, message, typ, code string) providertest.Reply {
+	r := errorReply(429, message, typ, code)
+	r.Header = map[string]string{"Retry-After": wait}
+	return r
+}
+
 func TestRateLimitedThenSuccess(t *testing.T) {
-	limited := errorReply(429, "Rate limit reached for gpt-4o-mini on requests per min (RPM): Limit 3, Used 3, Requested 1.", "requests", "rate_limit_exceeded")
-	limited.header = map[string]string{"Retry-After": "0"}
-	srv := newServer(t, limited, textReply("Hello.", 10, 2))
-	cfg := srv.config()
-	cfg.MaxRetries = 2
-	res, err := newLoop(newModel(t, cfg), &journal{}, nil).Run(context.Background(), engine.Request{Prompt: "Hi"})
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if res.Answer != "Hello." {
-		t.Errorf("answer %q", res.Answer)
-	}
-	if n := srv.requests(); n != 2 {
-		t.Errorf("%d requests, want 2", n)
-	}
+	limited := rateLimited("0", "Rate limit reached for gpt-4o-mini on requests per min (RPM): Limit 3, Used 3, Requested 1.", "requests", "rate_limit_exceeded")
+	providertest.RateLimitedThenSuccess(t, provider, limited, textReply("Hello.", 10, 2))
 }
 
-// A 429 that persists is retried MaxRetries times, then reported.
 func TestRateLimitedForever(t *testing.T) {
-	limited := errorReply(429, "Rate limit reached.", "requests", "rate_limit_exceeded")
-	limited.header = map[string]string{"Retry-After": "0"}
-	srv := newServer(t, limited, limited, limited)
-	cfg := srv.config()
-	cfg.MaxRetries = 2
-	start := time.Now()
-	_, err := newModel(t, cfg).Generate(context.Background(), hello)
-	e := asError(t, err, KindRateLimited)
-	if e.StatusCode != 429 || !strings.Contains(err.Error(), "rate limited (HTTP 429)") {
-		t.Errorf("error %v", err)
-	}
-	if n := srv.requests(); n != 3 {
-		t.Errorf("%d requests, want 3 (one and two retries)", n)
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("took %s", d)
-	}
+	providertest.RateLimitedForever(t, provider, rateLimited("0", "Rate limit reached.", "requests", "rate_limit_exceeded"))
 }
 
-// A server that asks to wait longer than MaxRetryDelay gets no retry.
 func TestRateLimitedTooLong(t *testing.T) {
-	limited := errorReply(429, "You exceeded your current quota.", "insufficient_quota", "insufficient_quota")
-	limited.header = map[string]string{"Retry-After": "3600"}
-	srv := newServer(t, limited)
-	cfg := srv.config()
-	cfg.MaxRetries = 2
-	start := time.Now()
-	_, err := newModel(t, cfg).Generate(context.Background(), hello)
-	asError(t, err, KindRateLimited)
-	if n := srv.requests(); n != 1 {
-		t.Errorf("%d requests, want 1", n)
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("took %s", d)
-	}
+	providertest.RateLimitedTooLong(t, provider, rateLimited("3600", "You exceeded your current quota.", "insufficient_quota", "insufficient_quota"))
 }
 
-// An attempt that gets no answer within the timeout is a timeout.
-func TestTimeout(t *testing.T) {
-	srv := newServer(t, reply{hang: true})
-	cfg := srv.config()
-	cfg.Timeout = 100 * time.Millisecond
-	start := time.Now()
-	_, err := newModel(t, cfg).Generate(context.Background(), hello)
-	e := asError(t, err, KindTimeout)
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("errors.Is(err, context.DeadlineExceeded) is false: %v", err)
-	}
-	if !strings.Contains(e.Error(), "timed out: no answer within 100ms") {
-		t.Errorf("error %q", e)
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("took %s", d)
-	}
-}
-
-// Cancelling the context gives up the request at once; the error wraps
-// context.Canceled, and the loop ends the run as cancelled.
-func TestCancelled(t *testing.T) {
-	srv := newServer(t, reply{hang: true})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		<-srv.arrived
-		cancel()
-	}()
-	start := time.Now()
-	_, err := newLoop(newModel(t, srv.config()), &journal{}, nil).Run(ctx, engine.Request{Prompt: "Hi"})
-	var runErr *engine.RunError
-	if !errors.As(err, &runErr) || runErr.Termination != engine.TermCancelled {
-		t.Fatalf("want a run cancelled, got %v", err)
-	}
-	asError(t, err, KindCancelled)
-	if !errors.Is(err, context.Canceled) {
-		t.Errorf("errors.Is(err, context.Canceled) is false: %v", err)
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("took %s", d)
-	}
-}
-
-// A context cancelled before the call sends nothing.
-func TestCancelledBefore(t *testing.T) {
-	srv := newServer(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	_, err := newModel(t, srv.config()).Generate(ctx, hello)
-	asError(t, err, KindCancelled)
-	if !errors.Is(err, context.Canceled) {
-		t.Errorf("errors.Is(err, context.Canceled) is false: %v", err)
-	}
-	if n := srv.requests(); n != 0 {
-		t.Errorf("%d requests, want none", n)
-	}
-}
-
-// A server that cannot be reached is a connection error.
-func TestConnectionRefused(t *testing.T) {
-	srv := newServer(t)
-	cfg := srv.config()
-	srv.srv.Close()
-	_, err := newModel(t, cfg).Generate(context.Background(), hello)
-	e := asError(t, err, KindConnection)
-	if !strings.Contains(e.Error(), "cannot reach the server") {
-		t.Errorf("error %q", e)
-	}
-}
+func TestTimeout(t *testing.T)           { providertest.Timeout(t, provider) }
+func TestCancelled(t *testing.T)         { providertest.Cancelled(t, provider) }
+func TestCancelledBefore(t *testing.T)   { providertest.CancelledBefore(t, provider) }
+func TestConnectionRefused(t *testing.T) { providertest.ConnectionRefused(t, provider) }
+func TestGarbledResponse(t *testing.T)   { providertest.GarbledResponse(t, provider) }
+func TestBadToolSchema(t *testing.T)     { providertest.BadToolSchema(t, provider) }
 
 // A completion without choices is an unusable response.
 func TestNoChoices(t *testing.T) {
-	srv := newServer(t, reply{body: `{"id": "c1", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini", "choices": []}`})
-	_, err := newModel(t, srv.config()).Generate(context.Background(), hello)
-	asError(t, err, KindBadResponse)
+	srv := providertest.NewServer(t, providertest.Reply{Body: `{"id": "c1", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini", "choices": []}`})
+	_, err := newModel(t, config(srv)).Generate(context.Background(), providertest.Hello())
+	providertest.AsError(t, provider, err, KindBadResponse)
 }
 
-// A success whose body is not JSON is an unusable response.
-func TestGarbledResponse(t *testing.T) {
-	srv := newServer(t, reply{body: "<html>maintenance</html>"})
-	_, err := newModel(t, srv.config()).Generate(context.Background(), hello)
-	t.Log(err)
-	asError(t, err, KindBadResponse)
-}
-
-// A tool schema that is not JSON is refused before anything is sent.
-func TestBadToolSchema(t *testing.T) {
-	srv := newServer(t)
-	req := hello
-	req.Tools = []engine.ToolSpec{{Name: "broken", Parameters: []byte("{not json")}}
-	_, err := newModel(t, srv.config()).Generate(context.Background(), req)
-	asError(t, err, KindBadRequest)
-	if n := srv.requests(); n != 0 {
-		t.Errorf("%d requests, want none", n)
-	}
-}
-
+// Error, an alias of apierror.Error, reads as this package's errors always
+// have, its Provider in front.
 func TestErrorTexts(t *testing.T) {
 	tests := []struct {
 		err  *Error
 		want string
 	}{
-		{&Error{Kind: KindAuth, StatusCode: http.StatusUnauthorized, Model: "m"}, "openai: authentication failed (HTTP 401): check the API key"},
-		{&Error{Kind: KindModelNotFound, StatusCode: 404, Model: "m", Message: "no such model"}, `openai: model "m" not found (HTTP 404): check the model name and the base URL: no such model`},
-		{&Error{Kind: KindCancelled, Message: "context canceled"}, "openai: request cancelled: context canceled"},
+		{&Error{Provider: "openai", Kind: KindAuth, StatusCode: http.StatusUnauthorized, Model: "m"}, "openai: authentication failed (HTTP 401): check the API key"},
+		{&Error{Provider: "openai", Kind: KindModelNotFound, StatusCode: 404, Model: "m", Message: "no such model"}, `openai: model "m" not found (HTTP 404): check the model name and the base URL: no such model`},
+		{&Error{Provider: "openai", Kind: KindCancelled, Message: "context canceled"}, "openai: request cancelled: context canceled"},
 	}
 	for _, tt := range tests {
 		if got := tt.err.Error(); got != tt.want {
 			t.Errorf("Error() = %q, want %q", got, tt.want)
 		}
-	}
-}
-
-func TestClipKeepsRunes(t *testing.T) {
-	s := strings.Repeat("é", maxMessageBytes)
-	got := clip(s)
-	if !strings.HasSuffix(got, "…") || len(got) > maxMessageBytes+len("…") || !strings.HasPrefix(s, strings.TrimSuffix(got, "…")) {
-		t.Errorf("clip cut badly: %d bytes", len(got))
 	}
 }

@@ -20,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -28,6 +27,8 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"countersign/engine"
+	"countersign/engine/models/internal/apiconfig"
+	"countersign/engine/models/internal/apierror"
 )
 
 // Defaults of a Config.
@@ -36,12 +37,12 @@ const (
 	DefaultBaseURL = "https://api.openai.com/v1"
 	// DefaultMaxRetries is how many times a request that failed with a rate
 	// limit, a server error or a lost connection is retried.
-	DefaultMaxRetries = 2
+	DefaultMaxRetries = apiconfig.DefaultMaxRetries
 	// DefaultTimeout bounds each attempt of a request.
-	DefaultTimeout = 2 * time.Minute
+	DefaultTimeout = apiconfig.DefaultTimeout
 	// MaxRetryDelay bounds the wait before a retry. A server that asks for a
 	// longer wait (Retry-After) gets no retry: the error is returned at once.
-	MaxRetryDelay = 30 * time.Second
+	MaxRetryDelay = apiconfig.MaxRetryDelay
 )
 
 // Config says which model to use and how to reach it.
@@ -70,10 +71,10 @@ type Model struct {
 	client  sdk.Client
 	model   string
 	baseURL string
-	timeout time.Duration
-	// redact removes the API key from a text. The key itself is not kept in
-	// a field, so that printing a Model cannot show it.
-	redact func(string) string
+	// errs makes the errors of the calls. It keeps a function that removes
+	// the API key from a text, not the key, so that printing a Model cannot
+	// show it.
+	errs apierror.Source
 }
 
 var _ engine.Model = (*Model)(nil)
@@ -90,28 +91,17 @@ func New(cfg Config) (*Model, error) {
 	if base == "" {
 		base = DefaultBaseURL
 	}
-	u, err := url.Parse(base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("openai: base URL %q is not an absolute http(s) URL", displayURL(base))
+	if err := apiconfig.CheckBaseURL(base); err != nil {
+		return nil, fmt.Errorf("openai: %w", err)
 	}
-	retries := cfg.MaxRetries
-	switch {
-	case retries == 0:
-		retries = DefaultMaxRetries
-	case retries < 0:
-		retries = 0
-	}
-	timeout := cfg.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
+	timeout := apiconfig.Timeout(cfg.Timeout)
 
 	// The options come after the SDK's environment defaults and override
 	// them: an empty key here means no key, not the one in OPENAI_API_KEY.
 	opts := []option.RequestOption{
 		option.WithAPIKey(cfg.APIKey),
 		option.WithBaseURL(base),
-		option.WithMaxRetries(retries),
+		option.WithMaxRetries(apiconfig.Retries(cfg.MaxRetries)),
 		option.WithMaxRetryDelay(MaxRetryDelay),
 		option.WithRequestTimeout(timeout),
 	}
@@ -121,9 +111,8 @@ func New(cfg Config) (*Model, error) {
 	return &Model{
 		client:  sdk.NewClient(opts...),
 		model:   name,
-		baseURL: displayURL(base),
-		timeout: timeout,
-		redact:  redactor(cfg.APIKey),
+		baseURL: apiconfig.DisplayURL(base),
+		errs:    apierror.Source{Provider: "openai", Model: name, Timeout: timeout, Redact: apierror.Redactor(cfg.APIKey)},
 	}, nil
 }
 
@@ -144,7 +133,7 @@ func (m *Model) Generate(ctx context.Context, req engine.ModelRequest) (engine.M
 	}
 	params, err := m.params(req)
 	if err != nil {
-		return engine.ModelResponse{}, &Error{Kind: KindBadRequest, Model: m.model, Message: m.redact(err.Error()), Err: err}
+		return engine.ModelResponse{}, m.errs.New(KindBadRequest, err)
 	}
 	var res *http.Response
 	completion, err := m.client.Chat.Completions.New(ctx, params, option.WithResponseInto(&res))
@@ -153,18 +142,7 @@ func (m *Model) Generate(ctx context.Context, req engine.ModelRequest) (engine.M
 	}
 	resp, err := m.response(completion)
 	if err != nil {
-		return engine.ModelResponse{}, &Error{Kind: KindBadResponse, Model: m.model, Message: m.redact(err.Error()), Err: err}
+		return engine.ModelResponse{}, m.errs.New(KindBadResponse, err)
 	}
 	return resp, nil
-}
-
-// displayURL returns u without user information or query, which may hold
-// credentials.
-func displayURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "an unparsable URL"
-	}
-	u.User, u.RawQuery, u.Fragment = nil, "", ""
-	return strings.TrimSuffix(u.String(), "/")
 }

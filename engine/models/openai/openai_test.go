@@ -8,19 +8,20 @@ import (
 	"testing"
 
 	"countersign/engine"
+	"countersign/engine/models/internal/providertest"
 )
 
 // A read-only run: one turn with two calls that need no approval, then the
 // answer. The requests carry the whole transcript in Chat Completions form.
 func TestReadOnlyRun(t *testing.T) {
-	srv := newServer(t,
+	srv := providertest.NewServer(t,
 		callsReply(82, 17,
-			call("call_Xa1", "count_words", `{"slug":"pricing"}`),
-			call("call_Xa2", "count_words", `{"slug":"faq"}`)),
+			providertest.Call("call_Xa1", "count_words", `{"slug":"pricing"}`),
+			providertest.Call("call_Xa2", "count_words", `{"slug":"faq"}`)),
 		textReply("Both pages have 42 words.", 140, 9),
 	)
-	j := &journal{}
-	res, err := newLoop(newModel(t, srv.config()), j, nil).Run(context.Background(), engine.Request{Prompt: "Count the words of pricing and faq."})
+	j := &providertest.Journal{}
+	res, err := providertest.NewLoop(newModel(t, config(srv)), j, nil).Run(context.Background(), engine.Request{Prompt: "Count the words of pricing and faq."})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -30,23 +31,23 @@ func TestReadOnlyRun(t *testing.T) {
 	if want := (engine.Usage{PromptTokens: 222, CompletionTokens: 26, TotalTokens: 248}); res.Usage != want || res.Iterations != 2 {
 		t.Errorf("usage %+v over %d iterations, want %+v over 2", res.Usage, res.Iterations, want)
 	}
-	if got, want := j.list(), []string{"count_words pricing", "count_words faq"}; !reflect.DeepEqual(got, want) {
+	if got, want := j.List(), []string{"count_words pricing", "count_words faq"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("ran %v, want %v", got, want)
 	}
 
-	if srv.path(0) != "POST /v1/chat/completions" {
-		t.Errorf("request went to %q", srv.path(0))
+	if srv.Path(0) != "POST /v1/chat/completions" {
+		t.Errorf("request went to %q", srv.Path(0))
 	}
-	if got := srv.header(0).Get("Authorization"); got != "Bearer "+testKey {
+	if got := srv.Header(0).Get("Authorization"); got != "Bearer "+providertest.Key {
 		t.Errorf("Authorization header %q", got)
 	}
 	opening := openingJSON("Count the words of pricing and faq.")
-	assertJSON(t, "first request", srv.body(0), `{
+	providertest.AssertJSON(t, "first request", srv.Body(0), `{
 	  "model": "gpt-4o-mini",
 	  "messages": [`+opening+`],
 	  "tools": `+toolsJSON+`
 	}`)
-	assertJSON(t, "second request", srv.body(1), `{
+	providertest.AssertJSON(t, "second request", srv.Body(1), `{
 	  "model": "gpt-4o-mini",
 	  "messages": [`+opening+`,
 	    {"role": "assistant", "tool_calls": [
@@ -63,17 +64,17 @@ func TestReadOnlyRun(t *testing.T) {
 // Suspend -> approve -> continue, across a stored state and a new Model
 // built from the same configuration, as after a restart.
 func TestApproveAndContinue(t *testing.T) {
-	srv := newServer(t,
-		callsReply(60, 12, call("call_Pub", "publish_page", `{"slug": "about"}`)),
+	srv := providertest.NewServer(t,
+		callsReply(60, 12, providertest.Call("call_Pub", "publish_page", `{"slug": "about"}`)),
 		textReply("The about page is published.", 90, 8),
 	)
-	j := &journal{}
-	state := suspend(t, newLoop(newModel(t, srv.config()), j, nil), "Publish the about page.")
-	if len(j.list()) != 0 || srv.requests() != 1 {
-		t.Fatalf("before the decision: ran %v after %d requests", j.list(), srv.requests())
+	j := &providertest.Journal{}
+	state := providertest.Suspend(t, providertest.NewLoop(newModel(t, config(srv)), j, nil), "Publish the about page.")
+	if len(j.List()) != 0 || srv.Requests() != 1 {
+		t.Fatalf("before the decision: ran %v after %d requests", j.List(), srv.Requests())
 	}
 
-	l := newLoop(newModel(t, srv.config()), j, nil)
+	l := providertest.NewLoop(newModel(t, config(srv)), j, nil)
 	res, err := l.Resume(context.Background(), state, engine.Decision{Approve: true, Digest: state.Digest(), By: "alice"})
 	if err != nil {
 		t.Fatalf("Resume: %v", err)
@@ -84,10 +85,10 @@ func TestApproveAndContinue(t *testing.T) {
 	if want := (engine.Usage{PromptTokens: 150, CompletionTokens: 20, TotalTokens: 170}); res.Usage != want {
 		t.Errorf("usage %+v, want %+v", res.Usage, want)
 	}
-	if got := j.list(); !reflect.DeepEqual(got, []string{"publish_page about"}) {
+	if got := j.List(); !reflect.DeepEqual(got, []string{"publish_page about"}) {
 		t.Errorf("ran %v", got)
 	}
-	assertJSON(t, "request after the resume", srv.body(1), `{
+	providertest.AssertJSON(t, "request after the resume", srv.Body(1), `{
 	  "model": "gpt-4o-mini",
 	  "messages": [`+openingJSON("Publish the about page.")+`,
 	    {"role": "assistant", "tool_calls": [
@@ -102,39 +103,29 @@ func TestApproveAndContinue(t *testing.T) {
 // Suspend -> deny with a turn of three calls: none runs, and each is
 // answered, in order, with a denial carrying the reason.
 func TestDenySeveralCalls(t *testing.T) {
-	srv := newServer(t,
+	srv := providertest.NewServer(t,
 		callsReply(60, 30,
-			call("call_A", "count_words", `{"slug":"about"}`),
-			call("call_B", "publish_page", `{"slug":"about"}`),
-			call("call_C", "publish_page", `{"slug":"faq"}`)),
+			providertest.Call("call_A", "count_words", `{"slug":"about"}`),
+			providertest.Call("call_B", "publish_page", `{"slug":"about"}`),
+			providertest.Call("call_C", "publish_page", `{"slug":"faq"}`)),
 		textReply("Nothing was published: the operator denied it.", 120, 11),
 	)
-	j := &journal{}
-	l := newLoop(newModel(t, srv.config()), j, nil)
-	state := suspend(t, l, "Publish about and faq.")
+	j := &providertest.Journal{}
+	l := providertest.NewLoop(newModel(t, config(srv)), j, nil)
+	state := providertest.Suspend(t, l, "Publish about and faq.")
 	res, err := l.Resume(context.Background(), state, engine.Decision{Digest: state.Digest(), By: "bob", Reason: "not before the launch"})
 	if err != nil {
 		t.Fatalf("Resume: %v", err)
 	}
-	if len(j.list()) != 0 {
-		t.Errorf("denied calls ran: %v", j.list())
+	if len(j.List()) != 0 {
+		t.Errorf("denied calls ran: %v", j.List())
 	}
 	if res.Answer != "Nothing was published: the operator denied it." {
 		t.Errorf("answer %q", res.Answer)
 	}
 
-	// The denial texts are the engine's; take them from the transcript and
-	// check what they must say.
-	denials := toolContents(res.Transcript)
-	if len(denials) != 3 {
-		t.Fatalf("%d tool results in the transcript, want 3", len(denials))
-	}
-	for i, d := range denials {
-		if !strings.HasPrefix(d, engine.DeniedPrefix) || !strings.Contains(d, "not before the launch") {
-			t.Errorf("result %d is not a denial with the reason: %q", i+1, d)
-		}
-	}
-	assertJSON(t, "request after the denial", srv.body(1), `{
+	denials := providertest.Denials(t, res.Transcript, 3, "not before the launch")
+	providertest.AssertJSON(t, "request after the denial", srv.Body(1), `{
 	  "model": "gpt-4o-mini",
 	  "messages": [`+openingJSON("Publish about and faq.")+`,
 	    {"role": "assistant", "tool_calls": [
@@ -142,9 +133,9 @@ func TestDenySeveralCalls(t *testing.T) {
 	      {"id": "call_B", "type": "function", "function": {"name": "publish_page", "arguments": "{\"slug\":\"about\"}"}},
 	      {"id": "call_C", "type": "function", "function": {"name": "publish_page", "arguments": "{\"slug\":\"faq\"}"}}
 	    ]},
-	    {"role": "tool", "tool_call_id": "call_A", "content": `+q(denials[0])+`},
-	    {"role": "tool", "tool_call_id": "call_B", "content": `+q(denials[1])+`},
-	    {"role": "tool", "tool_call_id": "call_C", "content": `+q(denials[2])+`}
+	    {"role": "tool", "tool_call_id": "call_A", "content": `+providertest.Quote(denials[0])+`},
+	    {"role": "tool", "tool_call_id": "call_B", "content": `+providertest.Quote(denials[1])+`},
+	    {"role": "tool", "tool_call_id": "call_C", "content": `+providertest.Quote(denials[2])+`}
 	  ],
 	  "tools": `+toolsJSON+`
 	}`)
@@ -153,23 +144,23 @@ func TestDenySeveralCalls(t *testing.T) {
 // Suspend -> approve with a turn of three calls: each runs once, in order,
 // and each call ID is answered once, in order.
 func TestApproveSeveralCalls(t *testing.T) {
-	srv := newServer(t,
+	srv := providertest.NewServer(t,
 		callsReply(60, 30,
-			call("call_1", "publish_page", `{"slug":"about"}`),
-			call("call_2", "count_words", `{"slug":"about"}`),
-			call("call_3", "publish_page", `{"slug":"faq"}`)),
+			providertest.Call("call_1", "publish_page", `{"slug":"about"}`),
+			providertest.Call("call_2", "count_words", `{"slug":"about"}`),
+			providertest.Call("call_3", "publish_page", `{"slug":"faq"}`)),
 		textReply("Published about (42 words) and faq.", 120, 11),
 	)
-	j := &journal{}
-	l := newLoop(newModel(t, srv.config()), j, nil)
-	state := suspend(t, l, "Publish about and faq.")
+	j := &providertest.Journal{}
+	l := providertest.NewLoop(newModel(t, config(srv)), j, nil)
+	state := providertest.Suspend(t, l, "Publish about and faq.")
 	if _, err := l.Resume(context.Background(), state, engine.Decision{Approve: true, Digest: state.Digest()}); err != nil {
 		t.Fatalf("Resume: %v", err)
 	}
-	if got, want := j.list(), []string{"publish_page about", "count_words about", "publish_page faq"}; !reflect.DeepEqual(got, want) {
+	if got, want := j.List(), []string{"publish_page about", "count_words about", "publish_page faq"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("ran %v, want %v", got, want)
 	}
-	assertJSON(t, "messages after the resume", srv.field(1, "messages"), `[`+openingJSON("Publish about and faq.")+`,
+	providertest.AssertJSON(t, "messages after the resume", srv.Field(1, "messages"), `[`+openingJSON("Publish about and faq.")+`,
 	    {"role": "assistant", "tool_calls": [
 	      {"id": "call_1", "type": "function", "function": {"name": "publish_page", "arguments": "{\"slug\":\"about\"}"}},
 	      {"id": "call_2", "type": "function", "function": {"name": "count_words", "arguments": "{\"slug\":\"about\"}"}},
@@ -185,27 +176,27 @@ func TestApproveSeveralCalls(t *testing.T) {
 // the call with an error result and the run goes on.
 func TestMalformedArguments(t *testing.T) {
 	const bad = `{"slug": "pricing"`
-	srv := newServer(t,
-		callsReply(50, 10, call("call_Bad", "count_words", bad)),
+	srv := providertest.NewServer(t,
+		callsReply(50, 10, providertest.Call("call_Bad", "count_words", bad)),
 		textReply("Sorry, I could not count the words.", 80, 9),
 	)
-	j := &journal{}
-	res, err := newLoop(newModel(t, srv.config()), j, nil).Run(context.Background(), engine.Request{Prompt: "Count pricing."})
+	j := &providertest.Journal{}
+	res, err := providertest.NewLoop(newModel(t, config(srv)), j, nil).Run(context.Background(), engine.Request{Prompt: "Count pricing."})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if res.Termination != engine.TermCompleted || len(j.list()) != 0 {
-		t.Errorf("termination %q, ran %v", res.Termination, j.list())
+	if res.Termination != engine.TermCompleted || len(j.List()) != 0 {
+		t.Errorf("termination %q, ran %v", res.Termination, j.List())
 	}
-	results := toolContents(res.Transcript)
+	results := providertest.ToolContents(res.Transcript)
 	if len(results) != 1 || !strings.HasPrefix(results[0], "error: arguments are not a valid JSON object") {
 		t.Fatalf("tool results %q", results)
 	}
-	assertJSON(t, "messages after the bad call", srv.field(1, "messages"), `[`+openingJSON("Count pricing.")+`,
+	providertest.AssertJSON(t, "messages after the bad call", srv.Field(1, "messages"), `[`+openingJSON("Count pricing.")+`,
 	    {"role": "assistant", "tool_calls": [
-	      {"id": "call_Bad", "type": "function", "function": {"name": "count_words", "arguments": `+q(bad)+`}}
+	      {"id": "call_Bad", "type": "function", "function": {"name": "count_words", "arguments": `+providertest.Quote(bad)+`}}
 	    ]},
-	    {"role": "tool", "tool_call_id": "call_Bad", "content": `+q(results[0])+`}
+	    {"role": "tool", "tool_call_id": "call_Bad", "content": `+providertest.Quote(results[0])+`}
 	]`)
 }
 
@@ -214,8 +205,8 @@ func TestMalformedArguments(t *testing.T) {
 func TestEmptyKeyForLocalServer(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-from-the-environment")
 	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
-	srv := newServer(t, textReply("Hello from qwen3.", 12, 4))
-	cfg := srv.config()
+	srv := providertest.NewServer(t, textReply("Hello from qwen3.", 12, 4))
+	cfg := config(srv)
 	cfg.APIKey, cfg.Model = "", "qwen3"
 	m := newModel(t, cfg)
 	resp, err := m.Generate(context.Background(), engine.ModelRequest{Messages: []engine.Message{{Role: engine.RoleUser, Content: "Hi"}}})
@@ -225,19 +216,19 @@ func TestEmptyKeyForLocalServer(t *testing.T) {
 	if resp.Message.Content != "Hello from qwen3." || resp.Usage.TotalTokens != 16 {
 		t.Errorf("response %+v", resp)
 	}
-	if got := srv.header(0).Get("Authorization"); got != "" {
+	if got := srv.Header(0).Get("Authorization"); got != "" {
 		t.Errorf("Authorization header %q, want none", got)
 	}
-	assertJSON(t, "request without tools", srv.body(0), `{"model": "qwen3", "messages": [{"role": "user", "content": "Hi"}]}`)
+	providertest.AssertJSON(t, "request without tools", srv.Body(0), `{"model": "qwen3", "messages": [{"role": "user", "content": "Hi"}]}`)
 }
 
 // A server that leaves the total out, as some compatible servers do, still
 // yields a total.
 func TestUsageWithoutTotal(t *testing.T) {
-	srv := newServer(t, reply{body: `{"id": "c1", "object": "chat.completion", "created": 1, "model": "llama3",
+	srv := providertest.NewServer(t, providertest.Reply{Body: `{"id": "c1", "object": "chat.completion", "created": 1, "model": "llama3",
 	  "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
 	  "usage": {"prompt_tokens": 7, "completion_tokens": 3}}`})
-	resp, err := newModel(t, srv.config()).Generate(context.Background(), engine.ModelRequest{Messages: []engine.Message{{Role: engine.RoleUser, Content: "Hi"}}})
+	resp, err := newModel(t, config(srv)).Generate(context.Background(), engine.ModelRequest{Messages: []engine.Message{{Role: engine.RoleUser, Content: "Hi"}}})
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
@@ -268,17 +259,6 @@ func TestNewRefusesBadConfig(t *testing.T) {
 			t.Errorf("New(%+v) succeeded", cfg)
 		}
 	}
-}
-
-// toolContents returns the contents of the tool messages of a transcript.
-func toolContents(msgs []engine.Message) []string {
-	var out []string
-	for _, m := range msgs {
-		if m.Role == engine.RoleTool {
-			out = append(out, m.Content)
-		}
-	}
-	return out
 }
 
 // Example configurations of the playground's three kinds of model.

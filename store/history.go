@@ -81,6 +81,22 @@ func (db *DB) CountRuns(ctx context.Context, f RunFilter) (int, error) {
 	return n, nil
 }
 
+// CountRunsUpTo counts the runs f selects, ignoring its cursor and limit,
+// but stops at max: a count of the whole history would cost as much as the
+// history is long, and a page only needs to say "more than".
+func (db *DB) CountRunsUpTo(ctx context.Context, f RunFilter, max int) (int, error) {
+	where, args, err := f.where(false)
+	if err != nil {
+		return 0, fmt.Errorf("count runs: %w", err)
+	}
+	var n int
+	q := `SELECT count(*) FROM (SELECT 1 FROM agent_run` + where + ` LIMIT ?)`
+	if err := db.db.GetContext(ctx, &n, q, append(args, max)...); err != nil {
+		return 0, fmt.Errorf("count runs: %w", err)
+	}
+	return n, nil
+}
+
 // where returns the WHERE clause of f and its arguments. Each condition is a
 // fixed fragment; only the values vary.
 func (f RunFilter) where(withCursor bool) (string, []any, error) {
@@ -186,6 +202,17 @@ func (db *DB) CountWaiting(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// CountWaitingUpTo counts the runs waiting for approval, stopping at max;
+// the navigation badge asks it on every page and poll.
+func (db *DB) CountWaitingUpTo(ctx context.Context, max int) (int, error) {
+	const q = `SELECT count(*) FROM (SELECT 1 FROM agent_run WHERE status = 'waiting_for_approval' LIMIT ?)`
+	var n int
+	if err := db.db.GetContext(ctx, &n, q, max); err != nil {
+		return 0, fmt.Errorf("count waiting runs: %w", err)
+	}
+	return n, nil
+}
+
 // LastDecision returns the latest decision event of a run and true, or false
 // when the run has none. An unknown run is engine.ErrRunNotFound.
 func (db *DB) LastDecision(ctx context.Context, runID string) (engine.Event, bool, error) {
@@ -219,6 +246,7 @@ func (db *DB) PurgeFinishedBefore(ctx context.Context, cutoff time.Time, batch i
 	total := 0
 	for {
 		var n int64
+		start := time.Now()
 		err := db.inTx(ctx, func(tx *sqlx.Tx) error {
 			res, err := tx.ExecContext(ctx, q, millis(cutoff), batch)
 			if err != nil {
@@ -233,6 +261,13 @@ func (db *DB) PurgeFinishedBefore(ctx context.Context, cutoff time.Time, batch i
 		total += int(n)
 		if n < int64(batch) {
 			return total, nil
+		}
+		// Rest as long as the batch took, so the purge takes at most half
+		// of the writer and of a core while people poll and decide.
+		select {
+		case <-ctx.Done():
+			return total, fmt.Errorf("purge runs: %w", ctx.Err())
+		case <-time.After(time.Since(start)):
 		}
 	}
 }

@@ -238,11 +238,31 @@ func modelLabel(m ModelOption) string {
 	return m.Name
 }
 
-func matchCount(n int) string {
+func matchCount(n int, more bool) string {
+	if more {
+		return "More than " + thousands(n) + " runs match"
+	}
 	if n == 1 {
 		return "1 run matches"
 	}
 	return strconv.Itoa(n) + " runs match"
+}
+
+// thousands formats n with comma separators.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// badgeCount is the inbox badge's text: the count, or "999+" past it.
+func badgeCount(n int) string {
+	if n > 999 {
+		return "999+"
+	}
+	return strconv.Itoa(n)
 }
 
 func userURL(id int64, action string) string {

@@ -192,8 +192,10 @@ type HistoryView struct {
 	Filter   HistoryFilter
 	Statuses []string
 	Agents   []string
-	// Total is how many runs match the filter.
-	Total int
+	// Total is how many runs match the filter; with TotalMore, the count
+	// stopped there and more runs match.
+	Total     int
+	TotalMore bool
 	// NextURL is the next page, empty on the last.
 	NextURL string
 }

@@ -507,3 +507,20 @@ func TestErrorViews(t *testing.T) {
 		t.Error("error fragment wrong")
 	}
 }
+
+func TestBoundedCountsRender(t *testing.T) {
+	doc, _ := render(t, HistoryPage(layout("viewer"), HistoryView{Total: 1000, TotalMore: true}))
+	if got := strings.TrimSpace(doc.Find(testid("match-count")).Text()); got != "More than 1,000 runs match" {
+		t.Fatalf("match count %q", got)
+	}
+	doc, _ = render(t, HistoryPage(layout("viewer"), HistoryView{Total: 12}))
+	if got := strings.TrimSpace(doc.Find(testid("match-count")).Text()); got != "12 runs match" {
+		t.Fatalf("match count %q", got)
+	}
+	for n, want := range map[int]string{0: "0", 7: "7", 999: "999", 1000: "999+"} {
+		doc, _ := render(t, InboxBadge(n))
+		if got := strings.TrimSpace(doc.Find(testid("inbox-badge")).Text()); got != want {
+			t.Fatalf("badge for %d = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -8,7 +8,7 @@ import (
 
 // healthz answers liveness probes; it also checks that the database answers.
 func (s *server) healthz(c echo.Context) error {
-	if _, err := s.db.CountWaiting(c.Request().Context()); err != nil {
+	if _, err := s.db.CountWaitingUpTo(c.Request().Context(), 1); err != nil {
 		return c.String(http.StatusServiceUnavailable, "database unavailable\n")
 	}
 	return c.String(http.StatusOK, "ok\n")

@@ -15,6 +15,10 @@ import (
 var statuses = []engine.Status{engine.StatusQueued, engine.StatusRunning, engine.StatusWaiting,
 	engine.StatusCompleted, engine.StatusFailed, engine.StatusCancelled}
 
+// maxHistoryCount is where the history stops counting matches and says
+// "more than": an exact count would cost as much as the history is long.
+const maxHistoryCount = 1000
+
 // runList is the history: filters, newest first, keyset pagination, and how
 // many runs match.
 func (s *server) runList(c echo.Context) error {
@@ -33,11 +37,11 @@ func (s *server) runList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	total, err := s.db.CountRuns(ctx, rf)
+	total, err := s.db.CountRunsUpTo(ctx, rf, maxHistoryCount+1)
 	if err != nil {
 		return err
 	}
-	v := views.HistoryView{Filter: f, Total: total}
+	v := views.HistoryView{Filter: f, Total: min(total, maxHistoryCount), TotalMore: total > maxHistoryCount}
 	for _, st := range statuses {
 		v.Statuses = append(v.Statuses, string(st))
 	}

@@ -9,8 +9,12 @@ import (
 	"countersign/views"
 )
 
-// maxInbox bounds the inbox page.
-const maxInbox = 500
+// maxInbox bounds the inbox page; maxBadgeCount is where the navigation
+// badge stops counting (it shows "999+").
+const (
+	maxInbox      = 500
+	maxBadgeCount = 1000
+)
 
 // inbox lists every run waiting for approval, oldest first.
 func (s *server) inbox(c echo.Context) error {
@@ -40,7 +44,7 @@ func (s *server) inbox(c echo.Context) error {
 
 // inboxCount renders the nav badge alone, for its own polling.
 func (s *server) inboxCount(c echo.Context) error {
-	n, err := s.db.CountWaiting(c.Request().Context())
+	n, err := s.db.CountWaitingUpTo(c.Request().Context(), maxBadgeCount)
 	if err != nil {
 		return err
 	}

@@ -102,7 +102,7 @@ func (s *server) layout(c echo.Context, title, active string) views.Layout {
 	}
 	if u, ok := currentUser(c); ok {
 		l.User = &views.User{Name: u.Name, Role: u.Role}
-		if n, err := s.db.CountWaiting(c.Request().Context()); err == nil {
+		if n, err := s.db.CountWaitingUpTo(c.Request().Context(), maxBadgeCount); err == nil {
 			l.InboxCount = n
 		}
 		l.Flash = popFlash(c)

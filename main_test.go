@@ -831,7 +831,7 @@ func TestRestartKeepsWaitingRun(t *testing.T) {
 
 	doc, _, _ := httpGet(t, c, first.URL+"/runs/new")
 	csrf, _ := doc.Find(`[data-testid=new-run-form] input[name=_csrf]`).Attr("value")
-	doc, final, status := httpPost(t, c, first.URL+"/runs", url.Values{"_csrf": {csrf}, "agent": {"editor"},
+	_, final, status := httpPost(t, c, first.URL+"/runs", url.Values{"_csrf": {csrf}, "agent": {"editor"},
 		"model": {demo.Name}, "prompt": {"Publish the about page."}})
 	runID, ok := strings.CutPrefix(final.Path, "/runs/")
 	if status != http.StatusOK || !ok || runID == "" {

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -248,12 +249,13 @@ func (r *Runtime) Decide(ctx context.Context, runID string, d Decision) error {
 	if err != nil {
 		return fmt.Errorf("decide run %s: %w", runID, err)
 	}
-	// The claimed blob is the one the digest matched; it decoded above, but
-	// decode what was claimed so the resume uses exactly that.
-	state, err = DecodeState(claimed)
-	if err != nil {
-		r.release(runID, owner, "the stored state did not decode after the claim")
-		return fmt.Errorf("decide run %s: %w", runID, err)
+	// The resume must use exactly the state that was claimed. It is the one
+	// decoded above unless it changed in between; only then decode again.
+	if !bytes.Equal(claimed, blob) {
+		if state, err = DecodeState(claimed); err != nil {
+			r.release(runID, owner, "the stored state did not decode after the claim")
+			return fmt.Errorf("decide run %s: %w", runID, err)
+		}
 	}
 	if r.cfg.Fault != nil {
 		r.cfg.Fault(FaultClaimed)

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"net/http"
 	"strings"
 
@@ -43,10 +42,11 @@ func (s *server) runCreate(c echo.Context) error {
 	prompt := strings.TrimSpace(c.FormValue("prompt"))
 	run, err := s.rt.StartRun(c.Request().Context(), engine.NewRun{Agent: agent, Model: model, Prompt: prompt, InitiatedBy: u.Name})
 	if err != nil {
-		if errors.Is(err, engine.ErrInvalidInput) || errors.Is(err, engine.ErrUnknownAgent) || errors.Is(err, engine.ErrUnknownModel) {
+		// A refused start shows the form again; anything else is an error page.
+		if he := classify(err); he.status == http.StatusUnprocessableEntity {
 			v := s.newRunView(agent, model, strings.ToValidUTF8(prompt, "\uFFFD"))
-			v.Error = classify(err).message
-			return render(c, http.StatusUnprocessableEntity, views.NewRunPage(s.layout(c, "Playground", "playground"), v))
+			v.Error = he.message
+			return render(c, he.status, views.NewRunPage(s.layout(c, "Playground", "playground"), v))
 		}
 		return err
 	}

@@ -19,22 +19,32 @@ const (
 
 // runShow renders the run page: header, steps, approval card when waiting.
 func (s *server) runShow(c echo.Context) error {
-	ctx := c.Request().Context()
-	run, err := s.db.Run(ctx, c.Param("id"))
+	run, err := s.db.Run(c.Request().Context(), c.Param("id"))
 	if err != nil {
 		return err
 	}
-	evs, err := s.db.Events(ctx, run.ID, 0, maxPageSteps)
+	v, err := s.runView(c, run)
 	if err != nil {
 		return err
 	}
+	return render(c, http.StatusOK, views.RunPage(s.layout(c, "Run "+run.ID, "runs"), v))
+}
+
+// runView is the run page of run for the current user: header, steps, the
+// approval card when it waits.
+func (s *server) runView(c echo.Context, run engine.Run) (views.RunView, error) {
+	evs, err := s.db.Events(c.Request().Context(), run.ID, 0, maxPageSteps)
+	if err != nil {
+		return views.RunView{}, err
+	}
+	operator := hasRole(c, store.RoleOperator)
 	v := views.RunView{Run: header(run, s.now()), Steps: steps(evs), Card: s.approvalCard(c, run),
-		CanDecide: hasRole(c, store.RoleOperator), CanCancel: hasRole(c, store.RoleOperator) && !run.Status.Terminal()}
+		CanDecide: operator, CanCancel: operator && !run.Status.Terminal(),
+		Polling: polling(run) || len(evs) == maxPageSteps}
 	if len(evs) > 0 {
 		v.LastSeq = evs[len(evs)-1].Seq
 	}
-	v.Polling = polling(run) || len(evs) == maxPageSteps
-	return render(c, http.StatusOK, views.RunPage(s.layout(c, "Run "+run.ID, "runs"), v))
+	return v, nil
 }
 
 // polling reports whether the run may produce steps on its own.

@@ -59,32 +59,27 @@ func (s *server) resumeRefused(c echo.Context, runID string, cause error) error 
 	if errors.Is(cause, engine.ErrRunNotFound) || runID == "" {
 		return cause
 	}
-	ctx := c.Request().Context()
-	run, err := s.db.Run(ctx, runID)
+	run, err := s.db.Run(c.Request().Context(), runID)
 	if err != nil {
 		return err
 	}
-	card := s.approvalCard(c, run)
+	flash := views.Flash{Kind: "error", Text: he.message}
 	if isHTMX(c) {
-		if card == nil {
-			return render(c, he.status, views.DecisionFragment(run.ID, views.Flash{Kind: "error", Text: he.message}, nil, run.LastSeq))
+		card := s.approvalCard(c, run)
+		if card != nil {
+			card.Error = he.message
 		}
-		card.Error = he.message
-		return render(c, he.status, views.DecisionFragment(run.ID, views.Flash{Kind: "error", Text: he.message}, card, run.LastSeq))
+		return render(c, he.status, views.DecisionFragment(run.ID, flash, card, run.LastSeq))
 	}
-	evs, err := s.db.Events(ctx, run.ID, 0, maxPageSteps)
+	v, err := s.runView(c, run)
 	if err != nil {
 		return err
 	}
-	if card != nil {
-		card.Error = he.message
-	}
-	v := views.RunView{Run: header(run, s.now()), Steps: steps(evs), Card: card, Polling: polling(run),
-		CanDecide: card != nil && card.CanDecide, CanCancel: hasRole(c, "operator") && !run.Status.Terminal()}
-	if len(evs) > 0 {
-		v.LastSeq = evs[len(evs)-1].Seq
+	if v.Card != nil {
+		v.Card.Error = he.message
 	}
 	l := s.layout(c, he.title, "runs")
-	l.Flash = &views.Flash{Kind: "error", Text: he.title + ": " + he.message}
+	flash.Text = he.title + ": " + he.message
+	l.Flash = &flash
 	return render(c, he.status, views.RunPage(l, v))
 }

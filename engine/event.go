@@ -25,6 +25,9 @@ const (
 	EventSuspended EventKind = "suspended"
 	// EventDecision is a person's approval or denial of a suspended turn.
 	EventDecision EventKind = "decision"
+	// EventReleased says a claimed run was handed back to wait for a
+	// decision again, without running anything of the decision, and why.
+	EventReleased EventKind = "released"
 	// EventFinished ends a run that completed or hit its iteration limit.
 	EventFinished EventKind = "finished"
 	// EventFailed ends a run that failed or was cancelled.
@@ -58,10 +61,12 @@ type Event struct {
 	IsError bool      `json:"is_error,omitempty"`
 	Outcome Outcome   `json:"outcome,omitempty"`
 
-	// Suspended.
+	// Suspended. Offered lists the tools offered when the turn was
+	// suspended, so a recovery tells a withdrawn tool from an unknown one.
 	Pending  []ToolCall `json:"pending,omitempty"`
 	Previews []Preview  `json:"previews,omitempty"`
 	Digest   string     `json:"digest,omitempty"`
+	Offered  []string   `json:"offered,omitempty"`
 
 	// Decision.
 	Decision string `json:"decision,omitempty"`
@@ -119,4 +124,7 @@ const (
 	TermInterrupted      Termination = "interrupted_during_write"
 	TermRetriesExhausted Termination = "retries_exhausted"
 	TermStateError       Termination = "state_error"
+	// TermOutputLimit ends a run whose model reply was cut off by the
+	// model's output token limit.
+	TermOutputLimit Termination = "output_limit"
 )

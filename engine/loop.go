@@ -189,7 +189,10 @@ func denialText(reason string) string {
 	if reason == "" {
 		reason = "no reason given"
 	}
-	return DeniedPrefix + ". Reason: " + reason + ". This call was not executed. " +
+	if !strings.ContainsAny(reason[len(reason)-1:], ".!?") {
+		reason += "."
+	}
+	return DeniedPrefix + ". Reason: " + reason + " This call was not executed. " +
 		"Do not retry it or try to reach the same effect another way; tell the user it was not done."
 }
 
@@ -241,6 +244,12 @@ func (l *Loop) runLoop(ctx context.Context, transcript []Message, iterations int
 			return result("", ""), err
 		}
 
+		if resp.Truncated {
+			cause := errors.New("the model's reply was cut off at its output token limit; " +
+				"raise the model's max_tokens or ask for a shorter answer")
+			return result("", TermOutputLimit), l.fail(ctx, TermOutputLimit, cause, iterations, usage)
+		}
+
 		if len(msg.ToolCalls) == 0 {
 			err := l.record(ctx, Event{Kind: EventFinished, Termination: TermCompleted, Text: msg.Content,
 				Totals: &Totals{Iterations: iterations, Usage: usage}})
@@ -258,7 +267,8 @@ func (l *Loop) runLoop(ctx context.Context, transcript []Message, iterations int
 				Previews:     l.previews(ctx, msg.ToolCalls),
 			}
 			if err := l.record(ctx, Event{Kind: EventSuspended, Pending: state.Pending, Previews: state.Previews,
-				Digest: TurnDigest(state.Pending), Totals: &Totals{Iterations: iterations, Usage: usage}}); err != nil {
+				Digest: TurnDigest(state.Pending), Offered: state.OfferedTools,
+				Totals: &Totals{Iterations: iterations, Usage: usage}}); err != nil {
 				return result("", ""), err
 			}
 			return result("", ""), &ApprovalRequiredError{State: state}

@@ -71,6 +71,11 @@ type ModelRequest struct {
 type ModelResponse struct {
 	Message Message
 	Usage   Usage
+	// Truncated says the provider cut the reply off at its output token
+	// limit (finish_reason "length", stop_reason "max_tokens"): the text may
+	// end mid-sentence and tool arguments may be incomplete, so the loop
+	// neither takes it as the answer nor runs its calls.
+	Truncated bool
 }
 
 // Model is a language model provider. Generate returns one assistant

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Checkpoint is the last durable point of a run, rebuilt from its event
@@ -18,6 +19,11 @@ type Checkpoint struct {
 	Turn     []ToolCall
 	Open     []ToolCall
 	Decision *Decision
+	// Offered lists the tools offered when the last turn was suspended (nil
+	// when it was not, or for events recorded before it was kept), so an
+	// approved call whose tool was withdrawn since is answered as not
+	// permitted rather than as an unknown tool.
+	Offered []string
 }
 
 // ErrWriteInDoubt says an approved side-effecting call was started and never
@@ -46,6 +52,7 @@ func Replay(opening []Message, events []Event) (Checkpoint, error) {
 			}
 			cp.Turn = cloneCalls(ev.ToolCalls)
 			cp.Decision = nil
+			cp.Offered = nil
 			for _, c := range ev.ToolCalls {
 				open[c.ID] = true
 			}
@@ -62,8 +69,13 @@ func Replay(opening []Message, events []Event) (Checkpoint, error) {
 			delete(started, ev.Call.ID)
 			cp.Transcript = append(cp.Transcript, Message{Role: RoleTool, ToolCallID: ev.Call.ID, ToolName: ev.Call.Name,
 				Content: ev.Result, IsError: ev.IsError})
+		case EventSuspended:
+			cp.Offered = slices.Clone(ev.Offered)
 		case EventDecision:
 			cp.Decision = &Decision{Approve: ev.Decision == DecisionApprove, Digest: ev.Digest, By: ev.By, Reason: ev.Reason}
+		case EventReleased:
+			// The decision was handed back unapplied: the turn waits again.
+			cp.Decision = nil
 		}
 	}
 	for _, ev := range started {
@@ -99,7 +111,8 @@ func (l *Loop) Continue(ctx context.Context, cp Checkpoint) (*Result, error) {
 				Iterations: cp.Iterations, Usage: cp.Usage, OfferedTools: l.toolNames(), Previews: l.previews(ctx, cp.Turn),
 			}
 			if err := l.record(ctx, Event{Kind: EventSuspended, Pending: state.Pending, Previews: state.Previews,
-				Digest: TurnDigest(state.Pending), Totals: &Totals{Iterations: cp.Iterations, Usage: cp.Usage}}); err != nil {
+				Digest: TurnDigest(state.Pending), Offered: state.OfferedTools,
+				Totals: &Totals{Iterations: cp.Iterations, Usage: cp.Usage}}); err != nil {
 				return nil, err
 			}
 			return &Result{Transcript: transcript, Iterations: cp.Iterations, Usage: cp.Usage}, &ApprovalRequiredError{State: state}
@@ -111,7 +124,7 @@ func (l *Loop) Continue(ctx context.Context, cp Checkpoint) (*Result, error) {
 			var inv Invocation
 			var err error
 			if cp.Decision != nil {
-				inv, err = l.answerDecided(ctx, call, *cp.Decision, nil)
+				inv, err = l.answerDecided(ctx, call, *cp.Decision, cp.Offered)
 			} else {
 				inv, err = l.execute(ctx, call)
 			}

@@ -69,9 +69,37 @@ type Finish struct {
 	Status      Status // completed, failed or cancelled
 	Termination Termination
 	Error       string
-	Totals      Totals
-	Event       Event // the finished or failed event, appended in the same transaction
+	// Totals are the run's final counters. Nil keeps the counters already
+	// stored (every model turn adds to them), for an end that has no loop
+	// result, such as a write that failed or a cancel of a claimed run.
+	Totals *Totals
+	// Event is the finished or failed event, appended in the same
+	// transaction; when its Totals are nil the store fills them with the
+	// run's final counters, so the event never records zeros by mistake.
+	Event Event
 	Now         time.Time
+}
+
+// Suspension is what a waiting run stores: its encoded state and the digest
+// of the turn it waits on.
+type Suspension struct {
+	State  []byte
+	Digest string
+}
+
+// Decode decodes the stored state and checks that it is the turn the run
+// waits on. A state that does not decode, or that decodes to another turn
+// than the stored digest (edited or damaged), is ErrCorruptState: deciding
+// it again could never succeed, so callers offer cancel instead.
+func (s Suspension) Decode() (*SuspendedState, error) {
+	st, err := DecodeState(s.State)
+	if err != nil {
+		return nil, err
+	}
+	if st.Digest() != s.Digest {
+		return nil, fmt.Errorf("%w: the stored calls do not match the turn the run waits on", ErrCorruptState)
+	}
+	return st, nil
 }
 
 // Claim is a decision's atomic take-over of a waiting run.
@@ -110,8 +138,11 @@ type RunStore interface {
 	// SuspendRun moves running -> waiting_for_approval for owner, stores the
 	// encoded state and its digest, drops the lease and appends ev.
 	SuspendRun(ctx context.Context, id, owner string, state []byte, digest string, ev Event, now time.Time) error
-	// SuspendedState returns the stored state of a waiting run.
-	SuspendedState(ctx context.Context, id string) ([]byte, error)
+	// SuspendedState returns the stored state of a waiting run (or of a
+	// claimed run that still holds it) with the digest of the turn the run
+	// waits on, read together; ErrRunNotFound, ErrRunTerminal, or
+	// ErrNotWaiting when no state is stored.
+	SuspendedState(ctx context.Context, id string) (Suspension, error)
 	// ClaimRun moves waiting_for_approval -> running when the digest matches,
 	// sets owner and lease, appends the decision event, and returns the
 	// stored state. Losers get *DecidedError, ErrStaleTurn or ErrRunTerminal.
@@ -120,7 +151,8 @@ type RunStore interface {
 	// with its state untouched, appending ev (why it was handed back).
 	ReleaseRun(ctx context.Context, id, owner string, ev Event, now time.Time) error
 	// FinishRun moves a non-terminal run to a terminal status, writes the
-	// totals, clears state and lease and appends f.Event. An owner of "" may
+	// totals (or keeps the stored ones when f.Totals is nil), clears state
+	// and lease and appends f.Event with the final totals. An owner of "" may
 	// finish a run that no worker holds (queued or waiting); otherwise the
 	// run must be running and held by owner. A terminal run is never
 	// finished again: ErrRunTerminal.
@@ -132,6 +164,12 @@ type RunStore interface {
 	// LastDecision returns the latest decision event of a run and true, or
 	// false when it has none.
 	LastDecision(ctx context.Context, id string) (Event, bool, error)
+	// DecisionOn returns the latest decision event of a run on the turn
+	// with that digest and true, or false when that turn was not decided.
+	DecisionOn(ctx context.Context, id, digest string) (Event, bool, error)
+	// NextLeaseExpiry returns the earliest lease expiry of the running runs
+	// and true, or false when no run holds a lease.
+	NextLeaseExpiry(ctx context.Context) (time.Time, bool, error)
 	// ExpiredRuns lists running runs whose lease expired before now.
 	ExpiredRuns(ctx context.Context, now time.Time, limit int) ([]Run, error)
 	// QueuedRuns lists queued runs, oldest first.

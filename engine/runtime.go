@@ -49,7 +49,10 @@ type RuntimeConfig struct {
 	// Lease is how long a worker holds a run between renewals (default 30s);
 	// the heartbeat renews it every third of that.
 	Lease time.Duration
-	// ReapEvery is the period of the reaper (default 1 minute).
+	// ReapEvery is how often the reaper looks for queued runs (also those
+	// another process queued) and expired leases (default 1s). It also
+	// wakes at the next lease expiry when that comes sooner, so a run whose
+	// worker died is taken over as soon as its lease expires.
 	ReapEvery time.Duration
 	// MaxAttempts is how many times a run may be acquired before it fails as
 	// retries_exhausted (default 3).
@@ -80,10 +83,19 @@ type Runtime struct {
 
 	mu      sync.Mutex
 	queue   []job
+	queued  map[string]bool // runs with an acquire job in queue, by id
 	wake    chan struct{}
-	active  map[string]context.CancelFunc // runs executing here, by id
+	active  map[string]activeRun // runs executing here, by id
 	started bool
 	closed  bool
+}
+
+// activeRun is a run executing here: the owner that holds it and how to stop
+// it. The owner tells a new claim's entry from the one of the segment that
+// just suspended the run, so neither removes the other.
+type activeRun struct {
+	owner string
+	stop  context.CancelFunc
 }
 
 // job is work for a worker: acquire and carry on a run (start or take-over),
@@ -107,7 +119,7 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 		cfg.Lease = 30 * time.Second
 	}
 	if cfg.ReapEvery <= 0 {
-		cfg.ReapEvery = time.Minute
+		cfg.ReapEvery = time.Second
 	}
 	if cfg.MaxAttempts <= 0 {
 		cfg.MaxAttempts = 3
@@ -132,7 +144,8 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Runtime{
 		cfg: cfg, agents: agents, instance: hex.EncodeToString(b[:]), log: cfg.Logger,
-		ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1), active: map[string]context.CancelFunc{},
+		ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1),
+		queued: map[string]bool{}, active: map[string]activeRun{},
 	}, nil
 }
 
@@ -213,17 +226,24 @@ func (r *Runtime) Decide(ctx context.Context, runID string, d Decision) error {
 	if run.Status != StatusWaiting {
 		return r.notWaitingErr(ctx, run, d)
 	}
-	blob, err := r.cfg.Store.SuspendedState(ctx, runID)
+	sus, err := r.cfg.Store.SuspendedState(ctx, runID)
+	if errors.Is(err, ErrRunTerminal) || errors.Is(err, ErrNotWaiting) {
+		// Decided and moved on since the run was read: say by whom.
+		return r.movedOnErr(ctx, runID, d)
+	}
 	if err != nil {
 		return fmt.Errorf("decide: %w", err)
 	}
-	state, err := DecodeState(blob)
+	if sus.Digest != run.PendingDigest {
+		return r.movedOnErr(ctx, runID, d)
+	}
+	state, err := sus.Decode()
 	if err != nil {
 		r.log.Error("decide: refusing corrupt state", "run", runID, "err", err)
 		return fmt.Errorf("decide run %s: %w", runID, err)
 	}
-	if d.Digest != state.Digest() || d.Digest != run.PendingDigest {
-		return fmt.Errorf("decide run %s: %w", runID, ErrStaleTurn)
+	if d.Digest != sus.Digest {
+		return r.staleErr(ctx, runID, d)
 	}
 	agent, ok := r.agents[run.Agent]
 	if !ok {
@@ -251,8 +271,8 @@ func (r *Runtime) Decide(ctx context.Context, runID string, d Decision) error {
 	}
 	// The resume must use exactly the state that was claimed. It is the one
 	// decoded above unless it changed in between; only then decode again.
-	if !bytes.Equal(claimed, blob) {
-		if state, err = DecodeState(claimed); err != nil {
+	if !bytes.Equal(claimed, sus.State) {
+		if state, err = (Suspension{State: claimed, Digest: d.Digest}).Decode(); err != nil {
 			r.release(runID, owner, "the stored state did not decode after the claim")
 			return fmt.Errorf("decide run %s: %w", runID, err)
 		}
@@ -265,19 +285,60 @@ func (r *Runtime) Decide(ctx context.Context, runID string, d Decision) error {
 }
 
 // notWaitingErr explains why a run that is not waiting cannot be decided:
-// already decided (by whom and when), ended, or not waiting at all.
+// already decided (by whom and when), ended, or not waiting at all. A
+// decision on the caller's turn is always named, so the loser of a race
+// learns who won even when the winner's run has ended since.
 func (r *Runtime) notWaitingErr(ctx context.Context, run Run, d Decision) error {
+	if err := r.decidedErr(ctx, run.ID, d.Digest); err != nil {
+		return err
+	}
 	ev, ok, err := r.cfg.Store.LastDecision(ctx, run.ID)
 	if err != nil {
 		return fmt.Errorf("decide run %s: %w", run.ID, err)
 	}
-	if ok && (run.Status == StatusRunning || ev.Digest == d.Digest) {
+	if ok && run.Status == StatusRunning {
 		return fmt.Errorf("decide run %s: %w", run.ID, &DecidedError{By: ev.By, At: ev.At, Dec: ev.Decision})
 	}
 	if run.Status.Terminal() {
 		return fmt.Errorf("decide run %s: %w", run.ID, ErrRunTerminal)
 	}
 	return fmt.Errorf("decide run %s: %w", run.ID, ErrNotWaiting)
+}
+
+// movedOnErr explains a run that changed between two reads of one decision:
+// it is read again and explained as notWaitingErr does, or as stale when it
+// waits on another turn that nobody decided for the caller.
+func (r *Runtime) movedOnErr(ctx context.Context, runID string, d Decision) error {
+	run, err := r.cfg.Store.Run(ctx, runID)
+	if err != nil {
+		return fmt.Errorf("decide: %w", err)
+	}
+	if run.Status == StatusWaiting {
+		return r.staleErr(ctx, runID, d)
+	}
+	return r.notWaitingErr(ctx, run, d)
+}
+
+// staleErr refuses a decision on a turn the run no longer waits on, naming
+// the decision that moved the run past it when there was one.
+func (r *Runtime) staleErr(ctx context.Context, runID string, d Decision) error {
+	if err := r.decidedErr(ctx, runID, d.Digest); err != nil {
+		return err
+	}
+	return fmt.Errorf("decide run %s: %w", runID, ErrStaleTurn)
+}
+
+// decidedErr returns a *DecidedError naming the decision on the turn with
+// digest, or nil when that turn was not decided.
+func (r *Runtime) decidedErr(ctx context.Context, runID, digest string) error {
+	ev, ok, err := r.cfg.Store.DecisionOn(ctx, runID, digest)
+	if err != nil {
+		return fmt.Errorf("decide run %s: %w", runID, err)
+	}
+	if !ok {
+		return nil
+	}
+	return fmt.Errorf("decide run %s: %w", runID, &DecidedError{By: ev.By, At: ev.At, Dec: ev.Decision})
 }
 
 // Cancel cancels a run: a queued or waiting run at once, a running one at its
@@ -291,18 +352,18 @@ func (r *Runtime) Cancel(ctx context.Context, runID, by string) error {
 	}
 	if !cancelled {
 		r.mu.Lock()
-		stop := r.active[runID]
+		a, ok := r.active[runID]
 		r.mu.Unlock()
-		if stop != nil {
-			stop()
+		if ok {
+			a.stop()
 		}
 	}
 	return nil
 }
 
 // Reap takes the runs whose lease expired and the queued runs and hands them
-// to the workers. It runs at start and every ReapEvery; tests call it
-// directly.
+// to the workers. The reaper calls it at start, every ReapEvery and at the
+// next lease expiry; tests call it directly.
 func (r *Runtime) Reap(ctx context.Context) error {
 	expired, err := r.cfg.Store.ExpiredRuns(ctx, r.cfg.Now(), 1000)
 	if err != nil {
@@ -320,20 +381,42 @@ func (r *Runtime) Reap(ctx context.Context) error {
 	return nil
 }
 
+// reaper reaps at start, then every ReapEvery or at the next lease expiry,
+// whichever comes first. It sleeps on a timer between passes: no busy loop.
 func (r *Runtime) reaper() {
 	defer r.wg.Done()
-	t := time.NewTicker(r.cfg.ReapEvery)
+	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
-		if err := r.Reap(r.ctx); err != nil && r.ctx.Err() == nil {
-			r.log.Error("reaper", "err", err)
-		}
 		select {
 		case <-r.ctx.Done():
 			return
 		case <-t.C:
 		}
+		if err := r.Reap(r.ctx); err != nil && r.ctx.Err() == nil {
+			r.log.Error("reaper", "err", err)
+		}
+		t.Reset(r.nextReap(r.ctx))
 	}
+}
+
+// nextReap is how long the reaper sleeps: ReapEvery, or less when a lease
+// expires sooner. A lease already expired was just reaped (or its run waits
+// for a worker), so it does not shorten the sleep.
+func (r *Runtime) nextReap(ctx context.Context) time.Duration {
+	wait := r.cfg.ReapEvery
+	exp, ok, err := r.cfg.Store.NextLeaseExpiry(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Error("reaper: next lease expiry", "err", err)
+		}
+		return wait
+	}
+	// ExpiredRuns takes leases that expired strictly before now.
+	if until := exp.Sub(r.cfg.Now()) + time.Millisecond; ok && until > 0 && until < wait {
+		wait = until
+	}
+	return wait
 }
 
 func (r *Runtime) worker() {
@@ -358,6 +441,9 @@ func (r *Runtime) next() (job, bool) {
 		if len(r.queue) > 0 {
 			j := r.queue[0]
 			r.queue = r.queue[1:]
+			if j.owner == "" {
+				delete(r.queued, j.runID)
+			}
 			r.mu.Unlock()
 			return j, true
 		}
@@ -370,8 +456,18 @@ func (r *Runtime) next() (job, bool) {
 	}
 }
 
+// enqueue hands a job to the workers. An acquire job for a run that already
+// has one in the queue is dropped: the reaper finds the same queued runs on
+// every pass. A claimed resume is always queued.
 func (r *Runtime) enqueue(j job) {
 	r.mu.Lock()
+	if j.owner == "" {
+		if r.queued[j.runID] {
+			r.mu.Unlock()
+			return
+		}
+		r.queued[j.runID] = true
+	}
 	r.queue = append(r.queue, j)
 	r.mu.Unlock()
 	select {
@@ -415,13 +511,9 @@ func (r *Runtime) drive(j job) {
 	ctx, stop := context.WithCancel(r.ctx)
 	defer stop()
 	r.mu.Lock()
-	r.active[run.ID] = stop
+	r.active[run.ID] = activeRun{owner: owner, stop: stop}
 	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		delete(r.active, run.ID)
-		r.mu.Unlock()
-	}()
+	defer r.deactivate(run.ID, owner)
 
 	rec := &durableRecorder{rt: r, runID: run.ID, owner: owner, stop: stop}
 	hbDone := r.heartbeat(ctx, rec)
@@ -491,6 +583,10 @@ func (r *Runtime) carryOn(ctx context.Context, loop *Loop, run Run, rec *durable
 // settle stores where a loop segment ended: a suspension, a success or a
 // failure. A run interrupted by shutdown is left for the next start.
 func (r *Runtime) settle(rec *durableRecorder, res *Result, err error) {
+	// The loop segment is over: nothing is left here to stop, and once the
+	// run is stored as waiting a decision may claim it for a new segment
+	// whose entry must not be removed by this one.
+	r.deactivate(rec.runID, rec.owner)
 	var are *ApprovalRequiredError
 	if errors.As(err, &are) {
 		if rec.cancelRequested.Load() {
@@ -523,7 +619,7 @@ func (r *Runtime) suspend(rec *durableRecorder, st *SuspendedState) {
 	now := r.cfg.Now()
 	ev := rec.suspended
 	if ev.Kind == "" {
-		ev = Event{Kind: EventSuspended, At: now, Pending: st.Pending, Previews: st.Previews, Digest: st.Digest()}
+		ev = Event{Kind: EventSuspended, At: now, Pending: st.Pending, Previews: st.Previews, Digest: st.Digest(), Offered: st.OfferedTools}
 	}
 	blob, err := EncodeState(st)
 	if err == nil {
@@ -569,7 +665,7 @@ func (r *Runtime) finish(rec *durableRecorder, res *Result, err error) {
 	now := r.cfg.Now()
 	f := Finish{Now: now}
 	if res != nil {
-		f.Totals = Totals{Iterations: res.Iterations, Usage: res.Usage}
+		f.Totals = &Totals{Iterations: res.Iterations, Usage: res.Usage}
 	}
 	var re *RunError
 	switch {
@@ -589,7 +685,7 @@ func (r *Runtime) finish(rec *durableRecorder, res *Result, err error) {
 	if ev := rec.final; ev.Kind != "" {
 		f.Event = ev
 		if ev.Totals != nil {
-			f.Totals = *ev.Totals
+			f.Totals = ev.Totals
 		}
 		if f.Status == StatusCancelled {
 			f.Event.Error = "cancelled"
@@ -599,7 +695,9 @@ func (r *Runtime) finish(rec *durableRecorder, res *Result, err error) {
 		if f.Status == StatusCompleted {
 			kind = EventFinished
 		}
-		f.Event = Event{Kind: kind, At: now, Termination: f.Termination, Error: f.Error, Totals: &f.Totals}
+		// Without a loop result the store keeps the run's counters and
+		// writes them into this event.
+		f.Event = Event{Kind: kind, At: now, Termination: f.Termination, Error: f.Error, Totals: f.Totals}
 		if res != nil {
 			f.Event.Text = res.Answer
 		}
@@ -617,7 +715,7 @@ func (r *Runtime) finish(rec *durableRecorder, res *Result, err error) {
 func (r *Runtime) release(runID, owner, why string) {
 	now := r.cfg.Now()
 	if err := r.cfg.Store.ReleaseRun(context.Background(), runID, owner,
-		Event{Kind: EventFailed, At: now, Error: "decision not applied: " + why}, now); err != nil {
+		Event{Kind: EventReleased, At: now, Error: "decision not applied: " + why}, now); err != nil {
 		r.log.Error("release", "run", runID, "err", err)
 	}
 }
@@ -663,6 +761,16 @@ func (r *Runtime) isClosed() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.closed
+}
+
+// deactivate removes the run from the executing set if owner still holds
+// the entry.
+func (r *Runtime) deactivate(id, owner string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if a, ok := r.active[id]; ok && a.owner == owner {
+		delete(r.active, id)
+	}
 }
 
 func (r *Runtime) isActive(id string) bool {

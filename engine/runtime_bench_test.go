@@ -160,7 +160,7 @@ func (s *cycleStore) Run(ctx context.Context, id string) (engine.Run, error) {
 	return s.DB.Run(ctx, id)
 }
 
-func (s *cycleStore) SuspendedState(ctx context.Context, id string) ([]byte, error) {
+func (s *cycleStore) SuspendedState(ctx context.Context, id string) (engine.Suspension, error) {
 	defer s.read(time.Now())
 	return s.DB.SuspendedState(ctx, id)
 }
@@ -173,6 +173,11 @@ func (s *cycleStore) Events(ctx context.Context, id string, after int64, limit i
 func (s *cycleStore) LastDecision(ctx context.Context, id string) (engine.Event, bool, error) {
 	defer s.read(time.Now())
 	return s.DB.LastDecision(ctx, id)
+}
+
+func (s *cycleStore) DecisionOn(ctx context.Context, id, digest string) (engine.Event, bool, error) {
+	defer s.read(time.Now())
+	return s.DB.DecisionOn(ctx, id, digest)
 }
 
 func (s *cycleStore) CreateRun(ctx context.Context, r engine.NewRun, ev engine.Event, now time.Time) (engine.Run, error) {

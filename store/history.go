@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/base64"
 	"fmt"
 	"strconv"
@@ -226,6 +227,31 @@ func (db *DB) LastDecision(ctx context.Context, runID string) (engine.Event, boo
 		}
 	}
 	return ev, ok, nil
+}
+
+// DecisionOn returns the latest decision event of a run on the turn with that
+// digest and true, or false when that turn was not decided.
+func (db *DB) DecisionOn(ctx context.Context, runID, digest string) (engine.Event, bool, error) {
+	ev, ok, err := decisionOn(ctx, db.db, runID, digest)
+	if err != nil {
+		return engine.Event{}, false, fmt.Errorf("decision on a turn of run %s: %w", runID, err)
+	}
+	return ev, ok, nil
+}
+
+// NextLeaseExpiry returns the earliest lease expiry of the running runs and
+// true, or false when no run holds a lease; the reaper sleeps until then.
+func (db *DB) NextLeaseExpiry(ctx context.Context) (time.Time, bool, error) {
+	const q = `SELECT MIN(lease_expires_at) FROM agent_run INDEXED BY agent_run_lease
+		WHERE status = 'running' AND lease_expires_at IS NOT NULL`
+	var ms sql.NullInt64
+	if err := db.db.GetContext(ctx, &ms, q); err != nil {
+		return time.Time{}, false, fmt.Errorf("next lease expiry: %w", err)
+	}
+	if !ms.Valid {
+		return time.Time{}, false, nil
+	}
+	return fromMillis(ms.Int64), true, nil
 }
 
 // PurgeFinishedBefore deletes terminal runs that finished before cutoff, with

@@ -245,16 +245,18 @@ func (db *DB) SuspendRun(ctx context.Context, id, owner string, state []byte, di
 	return nil
 }
 
-// SuspendedState returns the stored state of a waiting run. The state stays
-// stored while a claimed run resumes, until the run suspends again or ends,
-// so it is also returned for a running run that holds one (a worker taking
-// over a claimed run needs it). It fails with engine.ErrRunNotFound,
+// SuspendedState returns the stored state of a waiting run with its pending
+// digest, read in one statement so the two always belong together. The state
+// stays stored while a claimed run resumes, until the run suspends again or
+// ends, so it is also returned for a running run that holds one (a worker
+// taking over a claimed run needs it). It fails with engine.ErrRunNotFound,
 // engine.ErrRunTerminal, or engine.ErrNotWaiting when no state is stored.
-func (db *DB) SuspendedState(ctx context.Context, id string) ([]byte, error) {
-	const q = `SELECT status, suspended_state FROM agent_run WHERE id = ?`
+func (db *DB) SuspendedState(ctx context.Context, id string) (engine.Suspension, error) {
+	const q = `SELECT status, suspended_state, pending_digest FROM agent_run WHERE id = ?`
 	var row struct {
 		Status string `db:"status"`
 		State  []byte `db:"suspended_state"`
+		Digest string `db:"pending_digest"`
 	}
 	err := db.db.GetContext(ctx, &row, q, id)
 	switch {
@@ -267,9 +269,9 @@ func (db *DB) SuspendedState(ctx context.Context, id string) ([]byte, error) {
 		err = engine.ErrNotWaiting
 	}
 	if err != nil {
-		return nil, fmt.Errorf("suspended state of run %s: %w", id, err)
+		return engine.Suspension{}, fmt.Errorf("suspended state of run %s: %w", id, err)
 	}
-	return row.State, nil
+	return engine.Suspension{State: row.State, Digest: row.Digest}, nil
 }
 
 // ClaimRun moves a waiting run whose pending digest equals c.Digest to
@@ -311,31 +313,34 @@ func (db *DB) ClaimRun(ctx context.Context, id string, c engine.Claim) ([]byte, 
 	return res.State, nil
 }
 
-// claimError says why a claim on digest changed no row.
+// claimError says why a claim on digest changed no row. A decision already
+// made on that very turn is always named, whatever happened to the run since
+// (resumed, waiting on a later turn, or ended), so a losing decision learns
+// who won.
 func claimError(ctx context.Context, tx *sqlx.Tx, id, digest string) error {
 	st, err := lookupStatus(ctx, tx, id)
 	if err != nil {
 		return err
 	}
+	if ev, ok, err := decisionOn(ctx, tx, id, digest); err != nil {
+		return err
+	} else if ok {
+		return &engine.DecidedError{By: ev.By, At: ev.At, Dec: ev.Decision}
+	}
+	switch {
+	case st.Terminal():
+		return engine.ErrRunTerminal
+	case st == engine.StatusWaiting:
+		return engine.ErrStaleTurn
+	}
 	ev, decided, err := lastDecision(ctx, tx, id)
 	if err != nil {
 		return err
 	}
-	decidedErr := &engine.DecidedError{By: ev.By, At: ev.At, Dec: ev.Decision}
-	switch {
-	case st.Terminal():
-		// A run may end right after its decision; say so when the decision
-		// names this turn.
-		if decided && ev.Digest != "" && ev.Digest == digest {
-			return decidedErr
-		}
-		return engine.ErrRunTerminal
-	case st == engine.StatusWaiting:
-		return engine.ErrStaleTurn
-	case decided:
+	if decided {
 		// Running after a decision: whichever turn the caller saw, it is
 		// no longer waiting, and this is who moved it on.
-		return decidedErr
+		return &engine.DecidedError{By: ev.By, At: ev.At, Dec: ev.Decision}
 	}
 	return engine.ErrNotWaiting
 }
@@ -390,37 +395,34 @@ func releaseError(ctx context.Context, tx *sqlx.Tx, id, owner string) error {
 }
 
 // FinishRun moves a non-terminal run to the terminal status f.Status, writes
-// the totals, clears state, digest and lease, and appends f.Event. With an
-// owner the run must be running and held by owner; with owner "" it must be
-// queued or waiting. A terminal run fails with engine.ErrRunTerminal, a run
-// held by someone else with engine.ErrLeaseLost.
+// the totals (nil f.Totals keeps the stored counters), clears state, digest
+// and lease, and appends f.Event, whose totals it fills with the run's final
+// counters when they are not set. With an owner the run must be running and
+// held by owner; with owner "" it must be queued or waiting. A terminal run
+// fails with engine.ErrRunTerminal, a run held by someone else with
+// engine.ErrLeaseLost.
 func (db *DB) FinishRun(ctx context.Context, id, owner string, f engine.Finish) error {
 	if !f.Status.Terminal() {
 		return fmt.Errorf("finish run %s: status %q is not terminal", id, f.Status)
 	}
-	const byOwner = `UPDATE agent_run
-		SET status = ?, termination_reason = ?, error = ?, iterations = ?,
-			prompt_tokens = ?, completion_tokens = ?, total_tokens = ?,
+	const q = `UPDATE agent_run
+		SET status = ?, termination_reason = ?, error = ?,
+			iterations = COALESCE(?, iterations), prompt_tokens = COALESCE(?, prompt_tokens),
+			completion_tokens = COALESCE(?, completion_tokens), total_tokens = COALESCE(?, total_tokens),
 			suspended_state = NULL, pending_digest = '', claimed_by = '', lease_expires_at = NULL,
 			last_seq = last_seq + 1, finished_at = ?, updated_at = ?
-		WHERE id = ? AND status = 'running' AND claimed_by = ?
-		RETURNING last_seq`
-	const unheld = `UPDATE agent_run
-		SET status = ?, termination_reason = ?, error = ?, iterations = ?,
-			prompt_tokens = ?, completion_tokens = ?, total_tokens = ?,
-			suspended_state = NULL, pending_digest = '', claimed_by = '', lease_expires_at = NULL,
-			last_seq = last_seq + 1, finished_at = ?, updated_at = ?
-		WHERE id = ? AND status IN ('queued', 'waiting_for_approval')
-		RETURNING last_seq`
-	t, ms := f.Totals, millis(f.Now)
-	q, args := unheld, []any{f.Status, f.Termination, f.Error, t.Iterations,
-		t.Usage.PromptTokens, t.Usage.CompletionTokens, t.Usage.TotalTokens, ms, ms, id}
-	if owner != "" {
-		q, args = byOwner, append(args, owner)
+		WHERE id = ? AND (CASE WHEN ? = '' THEN status IN ('queued', 'waiting_for_approval')
+			ELSE status = 'running' AND claimed_by = ? END)
+		RETURNING last_seq, iterations, prompt_tokens, completion_tokens, total_tokens`
+	totals := nullTotals(f.Totals)
+	ms := millis(f.Now)
+	var res struct {
+		Seq int64 `db:"last_seq"`
+		counterRow
 	}
 	err := db.inTx(ctx, func(tx *sqlx.Tx) error {
-		var seq int64
-		err := tx.GetContext(ctx, &seq, q, args...)
+		err := tx.GetContext(ctx, &res, q, f.Status, f.Termination, f.Error,
+			totals[0], totals[1], totals[2], totals[3], ms, ms, id, owner, owner)
 		if errors.Is(err, sql.ErrNoRows) {
 			st, err := lookupStatus(ctx, tx, id)
 			switch {
@@ -434,7 +436,11 @@ func (db *DB) FinishRun(ctx context.Context, id, owner string, f engine.Finish) 
 		if err != nil {
 			return err
 		}
-		return insertEvent(ctx, tx, id, seq, f.Event, f.Now)
+		ev := f.Event
+		if ev.Totals == nil {
+			ev.Totals = res.totals()
+		}
+		return insertEvent(ctx, tx, id, res.Seq, ev, f.Now)
 	})
 	if err != nil {
 		return fmt.Errorf("finish run %s: %w", id, err)
@@ -442,11 +448,34 @@ func (db *DB) FinishRun(ctx context.Context, id, owner string, f engine.Finish) 
 	return nil
 }
 
+// counterRow is a run's counters as returned by an UPDATE.
+type counterRow struct {
+	Iterations       int `db:"iterations"`
+	PromptTokens     int `db:"prompt_tokens"`
+	CompletionTokens int `db:"completion_tokens"`
+	TotalTokens      int `db:"total_tokens"`
+}
+
+// nullTotals returns the counters of t as SQL arguments, or four NULLs that
+// keep the stored counters when t is nil.
+func nullTotals(t *engine.Totals) [4]any {
+	if t == nil {
+		return [4]any{}
+	}
+	return [4]any{t.Iterations, t.Usage.PromptTokens, t.Usage.CompletionTokens, t.Usage.TotalTokens}
+}
+
+func (c counterRow) totals() *engine.Totals {
+	return &engine.Totals{Iterations: c.Iterations, Usage: engine.Usage{
+		PromptTokens: c.PromptTokens, CompletionTokens: c.CompletionTokens, TotalTokens: c.TotalTokens}}
+}
+
 // RequestCancel cancels a queued or waiting run at once, finishing it as
 // cancelled with ev, and returns true. For a running run it sets the cancel
 // flag that AppendEvent reports to the worker and returns false. A terminal
 // run fails with engine.ErrRunTerminal. ev.Error and ev.Totals, when set,
-// are stored with the cancelled run.
+// are stored with the cancelled run; without totals the stored counters are
+// kept and written into the event.
 func (db *DB) RequestCancel(ctx context.Context, id string, ev engine.Event, now time.Time) (bool, error) {
 	const cancel = `UPDATE agent_run
 		SET status = 'cancelled', termination_reason = 'cancelled', error = ?,
@@ -455,30 +484,33 @@ func (db *DB) RequestCancel(ctx context.Context, id string, ev engine.Event, now
 			suspended_state = NULL, pending_digest = '', claimed_by = '', lease_expires_at = NULL,
 			last_seq = last_seq + 1, finished_at = ?, updated_at = ?
 		WHERE id = ? AND status IN ('queued', 'waiting_for_approval')
-		RETURNING last_seq`
+		RETURNING last_seq, iterations, prompt_tokens, completion_tokens, total_tokens`
 	const flag = `UPDATE agent_run SET cancel_requested = 1, updated_at = ?
 		WHERE id = ? AND status = 'running'`
-	var totals [4]any // NULL keeps the stored counters
-	if t := ev.Totals; t != nil {
-		totals = [4]any{t.Iterations, t.Usage.PromptTokens, t.Usage.CompletionTokens, t.Usage.TotalTokens}
-	}
+	totals := nullTotals(ev.Totals)
 	ms := millis(now)
 	var cancelled bool
 	err := db.inTx(ctx, func(tx *sqlx.Tx) error {
-		var seq int64
-		err := tx.GetContext(ctx, &seq, cancel, ev.Error, totals[0], totals[1], totals[2], totals[3], ms, ms, id)
+		var res struct {
+			Seq int64 `db:"last_seq"`
+			counterRow
+		}
+		err := tx.GetContext(ctx, &res, cancel, ev.Error, totals[0], totals[1], totals[2], totals[3], ms, ms, id)
 		if err == nil {
 			cancelled = true
-			return insertEvent(ctx, tx, id, seq, ev, now)
+			if ev.Totals == nil {
+				ev.Totals = res.totals()
+			}
+			return insertEvent(ctx, tx, id, res.Seq, ev, now)
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		res, err := tx.ExecContext(ctx, flag, ms, id)
+		flagged, err := tx.ExecContext(ctx, flag, ms, id)
 		if err != nil {
 			return err
 		}
-		if n, err := res.RowsAffected(); err != nil || n == 1 {
+		if n, err := flagged.RowsAffected(); err != nil || n == 1 {
 			return err
 		}
 		st, err := lookupStatus(ctx, tx, id)
@@ -609,6 +641,30 @@ func heldError(ctx context.Context, tx *sqlx.Tx, id string) error {
 		return fmt.Errorf("%w: %w", engine.ErrLeaseLost, engine.ErrRunTerminal)
 	}
 	return engine.ErrLeaseLost
+}
+
+// decisionOn returns the latest decision event of run id on the turn with
+// that digest, if any. A run has few decision events, so reading them all
+// beats an index on the payload.
+func decisionOn(ctx context.Context, q sqlx.QueryerContext, id, digest string) (engine.Event, bool, error) {
+	const query = `SELECT seq, payload FROM agent_run_event
+		WHERE run_id = ? AND kind = 'decision' AND json_extract(payload, '$.digest') = ?
+		ORDER BY seq DESC LIMIT 1`
+	if digest == "" {
+		return engine.Event{}, false, nil
+	}
+	var row eventRow
+	if err := sqlx.GetContext(ctx, q, &row, query, id, digest); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return engine.Event{}, false, nil
+		}
+		return engine.Event{}, false, err
+	}
+	ev, err := row.event()
+	if err != nil {
+		return engine.Event{}, false, err
+	}
+	return ev, true, nil
 }
 
 // lastDecision returns the latest decision event of run id, if any.

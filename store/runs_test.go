@@ -331,7 +331,7 @@ func TestSuspendAndClaim(t *testing.T) {
 	if got.Status != engine.StatusWaiting || got.PendingDigest != "d1" || got.ClaimedBy != "" || !got.LeaseExpiresAt.IsZero() {
 		t.Fatalf("suspended run = %+v", got)
 	}
-	if s, err := db.SuspendedState(ctx, r.ID); err != nil || string(s) != string(state) {
+	if s, err := db.SuspendedState(ctx, r.ID); err != nil || string(s.State) != string(state) {
 		t.Fatalf("state = %q, %v", s, err)
 	}
 	if err := db.SuspendRun(ctx, r.ID, "w1", state, "d1", engine.Event{Kind: engine.EventSuspended}, t0); !errors.Is(err, engine.ErrLeaseLost) {
@@ -437,7 +437,8 @@ func TestClaimRunLosers(t *testing.T) {
 	ctx := context.Background()
 	db := newTestDB(t)
 
-	// A run decided, resumed, suspended on a new turn: the old turn is stale.
+	// A run decided, resumed, suspended on a new turn: a decision on the old
+	// turn names the one that won it; a turn never decided is stale.
 	moved := waitingRun(t, db, "d1", []byte("{}"))
 	if _, err := db.ClaimRun(ctx, moved.ID, decision("bob", engine.DecisionApprove, t0, "d1")); err != nil {
 		t.Fatal(err)
@@ -465,7 +466,7 @@ func TestClaimRunLosers(t *testing.T) {
 		{"unknown", "nope", "d1", engine.ErrRunNotFound},
 		{"queued", newRun(t, db, t0).ID, "d1", engine.ErrNotWaiting},
 		{"running, never suspended", runningRun(t, db, "w1").ID, "d1", engine.ErrNotWaiting},
-		{"waiting on a newer turn", moved.ID, "d1", engine.ErrStaleTurn},
+		{"waiting on a newer turn, never decided", moved.ID, "d0", engine.ErrStaleTurn},
 		{"cancelled", cancelled.ID, "d1", engine.ErrRunTerminal},
 	}
 	for _, tt := range tests {
@@ -488,6 +489,13 @@ func TestClaimRunLosers(t *testing.T) {
 			if !errors.As(err, &de) || de.By != "bob" || de.Dec != engine.DecisionApprove || !de.At.Equal(t0) {
 				t.Errorf("digest %s: err = %v, want DecidedError by bob", digest, err)
 			}
+		}
+	})
+	t.Run("waiting on a newer turn after a decision on this one", func(t *testing.T) {
+		_, err := db.ClaimRun(ctx, moved.ID, decision("carol", engine.DecisionDeny, t0, "d1"))
+		var de *engine.DecidedError
+		if !errors.As(err, &de) || de.By != "bob" || de.Dec != engine.DecisionApprove {
+			t.Errorf("err = %v, want DecidedError by bob", err)
 		}
 	})
 	t.Run("ended after its decision", func(t *testing.T) {
@@ -544,7 +552,7 @@ func TestFinishRun(t *testing.T) {
 	f := engine.Finish{
 		Status:      engine.StatusCompleted,
 		Termination: engine.TermCompleted,
-		Totals:      engine.Totals{Iterations: 3, Usage: engine.Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15}},
+		Totals:      &engine.Totals{Iterations: 3, Usage: engine.Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15}},
 		Event:       engine.Event{Kind: engine.EventFinished, Text: "done"},
 		Now:         end,
 	}

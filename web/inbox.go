@@ -5,7 +5,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"countersign/engine"
 	"countersign/views"
 )
 
@@ -28,8 +27,8 @@ func (s *server) inbox(c echo.Context) error {
 	for _, r := range runs {
 		item := views.InboxItem{RunID: r.ID, Agent: r.Agent, InitiatedBy: r.InitiatedBy, Prompt: r.Prompt,
 			Age: humanDuration(now.Sub(r.UpdatedAt))}
-		if blob, err := s.db.SuspendedState(ctx, r.ID); err == nil {
-			if st, err := engine.DecodeState(blob); err == nil {
+		if sus, err := s.db.SuspendedState(ctx, r.ID); err == nil {
+			if st, err := sus.Decode(); err == nil {
 				for _, p := range st.Pending {
 					item.Tools = append(item.Tools, p.Name)
 				}

@@ -58,12 +58,12 @@ func (s *server) approvalCard(c echo.Context, run engine.Run) *views.ApprovalCar
 	if run.Status != engine.StatusWaiting {
 		return nil
 	}
-	blob, err := s.db.SuspendedState(c.Request().Context(), run.ID)
+	sus, err := s.db.SuspendedState(c.Request().Context(), run.ID)
 	if err != nil {
 		s.log.Error("load suspended state", "run", run.ID, "err", err)
 		return &views.ApprovalCard{RunID: run.ID, Digest: run.PendingDigest, Error: "The pending turn could not be loaded."}
 	}
-	st, err := engine.DecodeState(blob)
+	st, err := sus.Decode()
 	if err != nil {
 		s.log.Error("decode suspended state", "run", run.ID, "err", err)
 		return &views.ApprovalCard{RunID: run.ID, Digest: run.PendingDigest, CSRF: csrfToken(c),

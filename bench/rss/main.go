@@ -307,7 +307,7 @@ func realSuspension(path string) (*kit.Template, error) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	rt.Close()
-	state, err := db.SuspendedState(ctx, run.ID)
+	sus, err := db.SuspendedState(ctx, run.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -315,7 +315,7 @@ func realSuspension(path string) (*kit.Template, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &kit.Template{Agent: run.Agent, Model: run.Model, Prompt: run.Prompt, State: state, Digest: run.PendingDigest,
+	t := &kit.Template{Agent: run.Agent, Model: run.Model, Prompt: run.Prompt, State: sus.State, Digest: sus.Digest,
 		Iterations: run.Iterations, Usage: run.Usage}
 	for _, e := range evs {
 		p, err := kit.EncodeEvent(e.Event)

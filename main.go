@@ -14,6 +14,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -23,6 +24,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -66,9 +68,9 @@ type config struct {
 	// the Nth time the process reaches point it says so and stops there
 	// until it is killed. Empty in production.
 	fault string
-	// models lists the models offered besides the demo model, as
-	// provider:model entries (COUNTERSIGN_MODELS).
-	models []string
+	// models lists the models offered besides the demo model, from the
+	// entries of COUNTERSIGN_MODELS, each name once.
+	models []modelEntry
 }
 
 // loadConfig reads the COUNTERSIGN_* variables, with defaults that serve a
@@ -80,7 +82,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		retention: 30 * 24 * time.Hour,
 		workers:   4,
 		lease:     30 * time.Second,
-		reapEvery: time.Minute,
+		reapEvery: time.Second,
 	}
 	str := func(key string, dst *string) {
 		if v := getenv(key); v != "" {
@@ -118,17 +120,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 		}
 		c.lease = d
 	}
-	for _, spec := range strings.Split(getenv("COUNTERSIGN_MODELS"), ",") {
-		spec = strings.TrimSpace(spec)
-		if spec == "" {
-			continue
-		}
-		provider, name, ok := strings.Cut(spec, ":")
-		if !ok || name == "" || (provider != "openai" && provider != "anthropic" && provider != "ollama") {
-			return c, fmt.Errorf("COUNTERSIGN_MODELS: want provider:model entries with provider openai, anthropic or ollama, got %q", spec)
-		}
-		c.models = append(c.models, spec)
+	models, err := parseModelSpecs(getenv("COUNTERSIGN_MODELS"))
+	if err != nil {
+		return c, fmt.Errorf("COUNTERSIGN_MODELS: %w", err)
 	}
+	c.models = models
 	if v := getenv("COUNTERSIGN_REAP_INTERVAL"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 100*time.Millisecond {
@@ -327,62 +323,260 @@ func faultHook(setting string, stdout io.Writer) func(string) {
 	}
 }
 
+// modelEntry is one entry of COUNTERSIGN_MODELS, written
+//
+//	provider:model[?option=value&option=value...]
+//
+// The model name runs from the first ":" to the first "?", so it may hold
+// "/" and ":" (openai:Qwen/Qwen3-8B, ollama:qwen3:8b); no model name holds
+// "?". The options are name=value pairs joined by "&", each value
+// percent-decoded (a comma is %2C, "&" is %26). The entry's name, which the
+// playground shows and a run records, is provider:model without the
+// options: a run still resolves after a restart in which they changed.
+type modelEntry struct {
+	provider string
+	model    string
+	// baseURL (base_url) is the entry's own server, in place of the one
+	// from the provider's variable (OPENAI_BASE_URL, OLLAMA_HOST,
+	// ANTHROPIC_BASE_URL).
+	baseURL string
+	// keyEnv (api_key_env) names the variable that holds the entry's API
+	// key. Without it an entry with its own base URL gets no key: the
+	// provider's key is meant for the provider's server.
+	keyEnv string
+	// maxTokens (max_tokens) bounds each reply; zero leaves the provider's
+	// default (none for OpenAI-compatible servers, 1024 for Anthropic).
+	maxTokens int
+	// temperature (temperature), from 0 to 2, when hasTemperature.
+	temperature    float64
+	hasTemperature bool
+}
+
+// name returns the entry's name, provider:model.
+func (e modelEntry) name() string { return e.provider + ":" + e.model }
+
+// settings describes the entry's output limit and temperature, if it sets
+// them, for the playground's model picker.
+func (e modelEntry) settings() string {
+	var s []string
+	if e.maxTokens > 0 {
+		s = append(s, "max_tokens "+strconv.Itoa(e.maxTokens))
+	}
+	if e.hasTemperature {
+		s = append(s, "temperature "+strconv.FormatFloat(e.temperature, 'g', -1, 64))
+	}
+	return strings.Join(s, ", ")
+}
+
+// temp returns the entry's temperature, nil when it sets none.
+func (e modelEntry) temp() *float64 {
+	if !e.hasTemperature {
+		return nil
+	}
+	t := e.temperature
+	return &t
+}
+
+// apiKey returns the key the entry's requests carry: the one in the
+// variable its api_key_env names; else none for an entry with its own base
+// URL, whose server is not the provider's; else the one in the variable
+// fallback names, if any.
+func (e modelEntry) apiKey(getenv func(string) string, fallback string) string {
+	switch {
+	case e.keyEnv != "":
+		return getenv(e.keyEnv)
+	case e.baseURL != "" || fallback == "":
+		return ""
+	}
+	return getenv(fallback)
+}
+
+// parseModelSpecs parses the comma-separated entries of COUNTERSIGN_MODELS.
+// An entry given twice counts once; one name given twice with different
+// options is refused, since runs find their model by name.
+func parseModelSpecs(v string) ([]modelEntry, error) {
+	var entries []modelEntry
+	seen := map[string]modelEntry{}
+	for _, spec := range strings.Split(v, ",") {
+		if strings.TrimSpace(spec) == "" {
+			continue
+		}
+		e, err := parseModelSpec(spec)
+		if err != nil {
+			return nil, err
+		}
+		if prev, ok := seen[e.name()]; ok {
+			if prev != e {
+				return nil, fmt.Errorf("entry %q is given twice with different options; give each provider:model once", e.name())
+			}
+			continue
+		}
+		seen[e.name()] = e
+		entries = append(entries, e)
+	}
+	return entries, nil
+}
+
+// parseModelSpec parses one entry of COUNTERSIGN_MODELS (see modelEntry).
+// Its errors name the entry by its provider:model part, never by its
+// options, which may hold a URL with credentials.
+func parseModelSpec(spec string) (modelEntry, error) {
+	head, opts, hasOpts := strings.Cut(strings.TrimSpace(spec), "?")
+	provider, model, ok := strings.Cut(head, ":")
+	if !ok || (provider != "openai" && provider != "anthropic" && provider != "ollama") {
+		return modelEntry{}, fmt.Errorf("entry %q: want provider:model with provider openai, anthropic or ollama", head)
+	}
+	if model == "" {
+		return modelEntry{}, fmt.Errorf("entry %q: no model name", head)
+	}
+	e := modelEntry{provider: provider, model: model}
+	if !hasOpts {
+		return e, nil
+	}
+	given := map[string]bool{}
+	for _, opt := range strings.Split(opts, "&") {
+		key, raw, ok := strings.Cut(opt, "=")
+		if !ok || key == "" {
+			return modelEntry{}, fmt.Errorf("entry %q: option %q is not name=value", head, key)
+		}
+		if given[key] {
+			return modelEntry{}, fmt.Errorf("entry %q: %s is given twice", head, key)
+		}
+		given[key] = true
+		val, err := url.PathUnescape(raw)
+		if err != nil {
+			return modelEntry{}, fmt.Errorf("entry %q: %s: bad percent-encoding", head, key)
+		}
+		switch key {
+		case "base_url":
+			if val == "" {
+				return modelEntry{}, fmt.Errorf("entry %q: base_url: empty", head)
+			}
+			e.baseURL = val
+		case "api_key_env":
+			if !isEnvName(val) {
+				return modelEntry{}, fmt.Errorf("entry %q: api_key_env: want the name of an environment variable, got %q", head, val)
+			}
+			e.keyEnv = val
+		case "max_tokens":
+			n, err := strconv.Atoi(val)
+			if err != nil || n < 1 {
+				return modelEntry{}, fmt.Errorf("entry %q: max_tokens: want a whole number of at least 1, got %q", head, val)
+			}
+			e.maxTokens = n
+		case "temperature":
+			if provider == "anthropic" {
+				// The SDK speaks API version 2026-10-21, which refuses any
+				// temperature, even the default, with a 400.
+				return modelEntry{}, fmt.Errorf("entry %q: temperature: the Anthropic API takes none since version 2026-10-21", head)
+			}
+			t, err := strconv.ParseFloat(val, 64)
+			if err != nil || !(t >= 0 && t <= 2) {
+				return modelEntry{}, fmt.Errorf("entry %q: temperature: want a number from 0 to 2, got %q", head, val)
+			}
+			e.temperature, e.hasTemperature = t, true
+		default:
+			return modelEntry{}, fmt.Errorf("entry %q: unknown option %q (want base_url, max_tokens, temperature or api_key_env)", head, key)
+		}
+	}
+	return e, nil
+}
+
+// isEnvName reports whether s is a portable environment variable name.
+func isEnvName(s string) bool {
+	for i, r := range s {
+		if !(r == '_' || 'A' <= r && r <= 'Z' || 'a' <= r && r <= 'z' || i > 0 && '0' <= r && r <= '9') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// describedModel is a model that says what it is and where it runs.
+type describedModel interface {
+	engine.Model
+	Describe() string
+}
+
 // buildModels returns the models the playground offers: the demo model
-// first, then each configured provider:model entry whose provider has what
-// it needs (an API key, or a base URL for a local server). An entry without
-// it is left out with a warning; keys are never logged. Runs store the entry
-// as their model, so a run resumed after a restart continues on the same one.
-func buildModels(specs []string, getenv func(string) string, log *slog.Logger) ([]web.ModelOption, map[string]engine.Model, error) {
+// first, then each configured entry whose provider has what it needs (an API
+// key, or a base URL for a local server). An entry without it is left out
+// with a warning; keys are never logged. Runs store the entry's name as
+// their model, so a run resumed after a restart continues on the same one.
+func buildModels(entries []modelEntry, getenv func(string) string, log *slog.Logger) ([]web.ModelOption, map[string]engine.Model, error) {
 	options := []web.ModelOption{{Name: demo.Name, Description: demo.Description}}
 	byName := map[string]engine.Model{demo.Name: demo.New()}
-	for _, spec := range specs {
-		provider, name, _ := strings.Cut(spec, ":")
-		var m engine.Model
-		var desc string
-		switch provider {
-		case "openai":
-			key, base := getenv("OPENAI_API_KEY"), getenv("OPENAI_BASE_URL")
-			if key == "" && base == "" {
-				log.Warn("model not offered: set OPENAI_API_KEY, or OPENAI_BASE_URL for a local server", "model", spec)
-				continue
-			}
-			om, err := openai.New(openai.Config{APIKey: key, BaseURL: base, Model: name})
-			if err != nil {
-				return nil, nil, fmt.Errorf("model %s: %w", spec, err)
-			}
-			m, desc = om, om.Describe()
-		case "ollama":
-			base := "http://localhost:11434/v1"
+	for _, e := range entries {
+		name := e.name()
+		if _, dup := byName[name]; dup {
+			continue
+		}
+		m, missing, err := entryModel(e, getenv)
+		if err != nil {
+			return nil, nil, fmt.Errorf("model %s: %w", name, err)
+		}
+		if missing != "" {
+			log.Warn("model not offered: "+missing, "model", name)
+			continue
+		}
+		desc := m.Describe()
+		if s := e.settings(); s != "" {
+			desc += " (" + s + ")"
+		}
+		byName[name] = m
+		options = append(options, web.ModelOption{Name: name, Description: desc})
+	}
+	return options, byName, nil
+}
+
+// entryModel returns the model of an entry. When the entry's provider lacks
+// what it needs, it returns no model and says what to set.
+func entryModel(e modelEntry, getenv func(string) string) (describedModel, string, error) {
+	if e.keyEnv != "" && getenv(e.keyEnv) == "" {
+		return nil, "set " + e.keyEnv + ", the variable its api_key_env names", nil
+	}
+	switch e.provider {
+	case "openai":
+		base := cmp.Or(e.baseURL, getenv("OPENAI_BASE_URL"))
+		key := e.apiKey(getenv, "OPENAI_API_KEY")
+		if key == "" && base == "" {
+			return nil, "set OPENAI_API_KEY, or OPENAI_BASE_URL for a local server", nil
+		}
+		return newOpenAI(openai.Config{APIKey: key, BaseURL: base, Model: e.model, MaxTokens: e.maxTokens, Temperature: e.temp()})
+	case "ollama":
+		base := e.baseURL
+		if base == "" {
+			base = "http://localhost:11434/v1"
 			if h := getenv("OLLAMA_HOST"); h != "" {
 				if !strings.Contains(h, "://") {
 					h = "http://" + h
 				}
 				base = strings.TrimSuffix(h, "/") + "/v1"
 			}
-			om, err := openai.New(openai.Config{BaseURL: base, Model: name})
-			if err != nil {
-				return nil, nil, fmt.Errorf("model %s: %w", spec, err)
-			}
-			m, desc = om, om.Describe()
-		case "anthropic":
-			key := getenv("ANTHROPIC_API_KEY")
-			if key == "" {
-				log.Warn("model not offered: set ANTHROPIC_API_KEY", "model", spec)
-				continue
-			}
-			am, err := anthropic.New(anthropic.Config{APIKey: key, Model: name})
-			if err != nil {
-				return nil, nil, fmt.Errorf("model %s: %w", spec, err)
-			}
-			m, desc = am, am.Describe()
 		}
-		if _, dup := byName[spec]; dup {
-			continue
+		return newOpenAI(openai.Config{APIKey: e.apiKey(getenv, ""), BaseURL: base, Model: e.model, MaxTokens: e.maxTokens, Temperature: e.temp()})
+	case "anthropic":
+		base := cmp.Or(e.baseURL, getenv("ANTHROPIC_BASE_URL"))
+		key := e.apiKey(getenv, "ANTHROPIC_API_KEY")
+		if key == "" && base == "" {
+			return nil, "set ANTHROPIC_API_KEY", nil
 		}
-		byName[spec] = m
-		options = append(options, web.ModelOption{Name: spec, Description: desc})
+		m, err := anthropic.New(anthropic.Config{APIKey: key, BaseURL: base, Model: e.model, MaxTokens: e.maxTokens})
+		if err != nil {
+			return nil, "", err
+		}
+		return m, "", nil
 	}
-	return options, byName, nil
+	return nil, "", fmt.Errorf("unknown provider %q", e.provider)
+}
+
+// newOpenAI is openai.New for entryModel.
+func newOpenAI(cfg openai.Config) (describedModel, string, error) {
+	m, err := openai.New(cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	return m, "", nil
 }
 
 // displayAddr turns a listen address into one a browser can open.

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/a-h/templ"
@@ -20,6 +21,12 @@ const longResult = 600
 const htmxConfig = `{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false,` +
 	`"responseHandling":[{"code":"204","swap":false},{"code":"[23]..","swap":true},` +
 	`{"code":"[45]..","swap":true,"error":true,"swapOverride":"none"}]}`
+
+// HumanTime is how a sentence for people names a moment: in UTC, to the
+// minute, as in "2 Dec 2026, 16:21 UTC".
+func HumanTime(t time.Time) string {
+	return t.UTC().Format("2 Jan 2006, 15:04 UTC")
+}
 
 func pageTitle(t string) string {
 	if t == "" {
@@ -138,6 +145,8 @@ func stepLabel(kind string) string {
 		return "Waiting"
 	case "decision":
 		return "Decision"
+	case "released":
+		return "Handed back"
 	case "finished":
 		return "Finished"
 	case "failed":
@@ -172,7 +181,13 @@ func decisionLabel(d string) string {
 	return d
 }
 
+// terminationLabel names how a run ended: in words where the plain name would
+// not say what happened, else the name with spaces.
 func terminationLabel(t string) string {
+	switch t {
+	case "output_limit":
+		return "stopped: the model's reply hit its output token limit"
+	}
 	return strings.ReplaceAll(t, "_", " ")
 }
 

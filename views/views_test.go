@@ -524,3 +524,23 @@ func TestBoundedCountsRender(t *testing.T) {
 		}
 	}
 }
+
+// A run cut off at the model's output limit says so in words, in its failed
+// step and in the run header; other terminations keep their plain names.
+func TestOutputLimitLabel(t *testing.T) {
+	const want = "stopped: the model's reply hit its output token limit"
+	doc, _ := render(t, StepItem(Step{Seq: 4, Kind: "failed", Termination: "output_limit", Error: "cut off"}))
+	if got := strings.TrimSpace(doc.Find(testid("termination")).Text()); got != want {
+		t.Errorf("failed step termination %q, want %q", got, want)
+	}
+	v := hostileRun()
+	v.Run.Status, v.Run.Termination = "failed", "output_limit"
+	doc, _ = render(t, RunPage(layout("viewer"), v))
+	if got := strings.TrimSpace(doc.Find(testid("run-termination")).Text()); got != want {
+		t.Errorf("run header termination %q, want %q", got, want)
+	}
+	doc, _ = render(t, StepItem(Step{Seq: 4, Kind: "failed", Termination: "max_iterations"}))
+	if got := strings.TrimSpace(doc.Find(testid("termination")).Text()); got != "max iterations" {
+		t.Errorf("max_iterations label %q", got)
+	}
+}

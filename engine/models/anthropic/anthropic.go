@@ -7,7 +7,8 @@
 // results as one user message of tool_result blocks in call order, with
 // is_error set on error results (a denial among them). It maps the reply
 // back: its text, every tool_use block as a tool call with its ID and its
-// input as the arguments, and the token usage.
+// input as the arguments, the token usage, and whether the reply was cut
+// off at the output limit.
 //
 // Failures come back as *Error, whose Kind says what went wrong. The SDK
 // retries rate limits and server errors a bounded number of times, honouring

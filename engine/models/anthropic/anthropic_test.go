@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -239,6 +240,50 @@ func TestRequestShapes(t *testing.T) {
 	  ],
 	  "tools": [{"name": "noop", "input_schema": {"type": "object", "properties": {}, "additionalProperties": false}}]
 	}`)
+}
+
+// A reply cut off at the output limit (stop_reason "max_tokens") is marked
+// truncated, whether it is text or a tool_use block, and so is one cut off
+// by the context window; the others are not.
+func TestTruncated(t *testing.T) {
+	cutCall := `{"type": "tool_use", "id": "toolu_Cut", "name": "count_words", "input": {}}`
+	for _, tc := range []struct {
+		name  string
+		reply providertest.Reply
+		want  bool
+	}{
+		{"end_turn", textReply("Done.", 10, 2), false},
+		{"tool_use", callsReply(10, 2, providertest.Call("toolu_A", "count_words", `{"slug": "faq"}`)), false},
+		{"max_tokens, text", providertest.Reply{Body: message(`{"type": "text", "text": "The pricing page has"}`, "max_tokens", 10, 16)}, true},
+		{"max_tokens, tool_use", providertest.Reply{Body: message(cutCall, "max_tokens", 10, 16)}, true},
+		{"model_context_window_exceeded", providertest.Reply{Body: message(`{"type": "text", "text": "The pricing"}`, "model_context_window_exceeded", 10, 16)}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := providertest.NewServer(t, tc.reply)
+			resp, err := newModel(t, config(srv)).Generate(context.Background(), providertest.Hello())
+			if err != nil {
+				t.Fatalf("Generate: %v", err)
+			}
+			if resp.Truncated != tc.want {
+				t.Errorf("Truncated = %v, want %v", resp.Truncated, tc.want)
+			}
+		})
+	}
+}
+
+// A run whose reply is cut off fails with output_limit instead of taking
+// the fragment as its answer.
+func TestTruncatedRunFails(t *testing.T) {
+	srv := providertest.NewServer(t, providertest.Reply{Body: message(`{"type": "text", "text": "The pricing page has"}`, "max_tokens", 50, 1024)})
+	j := &providertest.Journal{}
+	res, err := providertest.NewLoop(newModel(t, config(srv)), j, nil).Run(context.Background(), engine.Request{Prompt: "Count pricing."})
+	var runErr *engine.RunError
+	if !errors.As(err, &runErr) || runErr.Termination != engine.TermOutputLimit {
+		t.Fatalf("Run: err %v, want a RunError with %s", err, engine.TermOutputLimit)
+	}
+	if res == nil || res.Answer != "" || res.Termination != engine.TermOutputLimit {
+		t.Errorf("result %+v", res)
+	}
 }
 
 // Cached prompt tokens count as prompt tokens.

@@ -8,6 +8,7 @@ import (
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 
 	"countersign/engine"
+	"countersign/engine/models/internal/transcript"
 )
 
 // emptyInput is the tool_use input sent for arguments that are not a JSON
@@ -21,7 +22,6 @@ var emptyInput = json.RawMessage(`{}`)
 // the calls: the API wants every tool_use of an assistant turn answered in
 // the user message right after it.
 func (m *Model) params(req engine.ModelRequest) (sdk.MessageNewParams, error) {
-	var system []string
 	var msgs []sdk.MessageParam
 	var results []sdk.ContentBlockParamUnion
 	flush := func() {
@@ -33,9 +33,7 @@ func (m *Model) params(req engine.ModelRequest) (sdk.MessageNewParams, error) {
 	for i, msg := range req.Messages {
 		switch msg.Role {
 		case engine.RoleSystem:
-			if strings.TrimSpace(msg.Content) != "" {
-				system = append(system, msg.Content)
-			}
+			// Sent below, as the system parameter.
 		case engine.RoleUser:
 			flush()
 			msgs = append(msgs, sdk.NewUserMessage(sdk.NewTextBlock(msg.Content)))
@@ -55,8 +53,8 @@ func (m *Model) params(req engine.ModelRequest) (sdk.MessageNewParams, error) {
 	flush()
 
 	params := sdk.MessageNewParams{Model: m.model, MaxTokens: int64(m.maxTokens), Messages: msgs}
-	if len(system) > 0 {
-		params.System = []sdk.TextBlockParam{{Text: strings.Join(system, "\n\n")}}
+	if system := transcript.System(req.Messages); system != "" {
+		params.System = []sdk.TextBlockParam{{Text: system}}
 	}
 	for _, spec := range req.Tools {
 		schema, err := inputSchema(spec.Parameters)
@@ -146,6 +144,8 @@ func inputSchema(raw json.RawMessage) (sdk.ToolInputSchemaParam, error) {
 // response maps a reply onto an assistant message and its usage. Its text
 // blocks are concatenated; its tool_use blocks become the calls, with their
 // input as the arguments. Prompt tokens count the cached prompt tokens too.
+// A reply that stopped at max_tokens, or at the end of the context window,
+// was cut off and is marked truncated.
 func response(msg *sdk.Message) engine.ModelResponse {
 	out := engine.Message{Role: engine.RoleAssistant}
 	var text strings.Builder
@@ -165,9 +165,13 @@ func response(msg *sdk.Message) engine.ModelResponse {
 	u := msg.Usage
 	prompt := int(u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens)
 	completion := int(u.OutputTokens)
-	return engine.ModelResponse{Message: out, Usage: engine.Usage{
-		PromptTokens:     prompt,
-		CompletionTokens: completion,
-		TotalTokens:      prompt + completion,
-	}}
+	return engine.ModelResponse{
+		Message: out,
+		Usage: engine.Usage{
+			PromptTokens:     prompt,
+			CompletionTokens: completion,
+			TotalTokens:      prompt + completion,
+		},
+		Truncated: msg.StopReason == sdk.StopReasonMaxTokens || msg.StopReason == sdk.StopReasonModelContextWindowExceeded,
+	}
 }

@@ -10,19 +10,25 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"countersign/engine"
+	"countersign/engine/models/internal/transcript"
 )
 
-// params maps a model request onto a chat completion request. Each engine
-// message becomes one chat message; a tool message answers its call by
-// tool_call_id. The Chat Completions API has no error flag on a tool result,
-// so an error result is sent as its text, which says that it is an error
-// (the loop opens it with "error:" or engine.DeniedPrefix).
+// params maps a model request onto a chat completion request. The system
+// messages go first as one, joined a blank line apart: the chat templates of
+// some compatible servers (Qwen's among them) refuse a second one. Every
+// other engine message becomes one chat message; a tool message answers its
+// call by tool_call_id. The Chat Completions API has no error flag on a tool
+// result, so an error result is sent as its text, which says that it is an
+// error (the loop opens it with "error:" or engine.DeniedPrefix).
 func (m *Model) params(req engine.ModelRequest) (sdk.ChatCompletionNewParams, error) {
 	msgs := make([]sdk.ChatCompletionMessageParamUnion, 0, len(req.Messages))
+	if system := transcript.System(req.Messages); system != "" {
+		msgs = append(msgs, sdk.SystemMessage(system))
+	}
 	for i, msg := range req.Messages {
 		switch msg.Role {
 		case engine.RoleSystem:
-			msgs = append(msgs, sdk.SystemMessage(msg.Content))
+			// Sent above.
 		case engine.RoleUser:
 			msgs = append(msgs, sdk.UserMessage(msg.Content))
 		case engine.RoleAssistant:
@@ -49,7 +55,17 @@ func (m *Model) params(req engine.ModelRequest) (sdk.ChatCompletionNewParams, er
 		}
 		tools = append(tools, sdk.ChatCompletionFunctionTool(fn))
 	}
-	return sdk.ChatCompletionNewParams{Model: m.model, Messages: msgs, Tools: tools}, nil
+	params := sdk.ChatCompletionNewParams{Model: m.model, Messages: msgs, Tools: tools}
+	switch {
+	case m.maxTokens > 0 && m.openAI:
+		params.MaxCompletionTokens = sdk.Int(int64(m.maxTokens))
+	case m.maxTokens > 0:
+		params.MaxTokens = sdk.Int(int64(m.maxTokens))
+	}
+	if m.temperature != nil {
+		params.Temperature = sdk.Float(*m.temperature)
+	}
+	return params, nil
 }
 
 // assistantMessage maps an assistant turn: its text, if any, and its tool
@@ -74,11 +90,14 @@ func assistantMessage(msg engine.Message) sdk.ChatCompletionMessageParamUnion {
 var errNoChoices = errors.New("the response has no choices")
 
 // response maps the first choice of a completion onto an assistant message
-// and its usage. A refusal without other text becomes the text.
+// and its usage. A refusal without other text becomes the text. A choice
+// that finished for its length was cut off at the output limit (or the
+// context window) and is marked truncated.
 func (m *Model) response(c *sdk.ChatCompletion) (engine.ModelResponse, error) {
 	if c == nil || len(c.Choices) == 0 {
 		return engine.ModelResponse{}, errNoChoices
 	}
+	truncated := c.Choices[0].FinishReason == "length"
 	choice := c.Choices[0].Message
 	msg := engine.Message{Role: engine.RoleAssistant, Content: choice.Content}
 	if strings.TrimSpace(msg.Content) == "" && choice.Refusal != "" {
@@ -100,5 +119,5 @@ func (m *Model) response(c *sdk.ChatCompletion) (engine.ModelResponse, error) {
 		// Some compatible servers leave the total out.
 		u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	}
-	return engine.ModelResponse{Message: msg, Usage: u}, nil
+	return engine.ModelResponse{Message: msg, Usage: u, Truncated: truncated}, nil
 }

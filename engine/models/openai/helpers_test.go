@@ -2,6 +2,8 @@ package openai
 
 import (
 	"fmt"
+	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +27,26 @@ var provider = providertest.Provider{
 func config(srv *providertest.Server) Config {
 	return Config{APIKey: providertest.Key, BaseURL: srv.URL() + "/v1", Model: "gpt-4o-mini", MaxRetries: -1, Timeout: 5 * time.Second}
 }
+
+// redirect returns a client that sends every request to srv, whatever its
+// URL, so that a test can act as OpenAI's own API.
+func redirect(srv *providertest.Server) *http.Client {
+	target, err := url.Parse(srv.URL())
+	if err != nil {
+		panic(err)
+	}
+	return &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		r = r.Clone(r.Context())
+		r.URL.Scheme, r.URL.Host = target.Scheme, target.Host
+		return http.DefaultTransport.RoundTrip(r)
+	})}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func ptr[T any](v T) *T { return &v }
 
 func newModel(t *testing.T, cfg Config) *Model {
 	t.Helper()
@@ -93,8 +115,10 @@ const toolsJSON = `[
   {"type": "function", "function": {"name": "publish_page", "description": "Publish a draft page.", "parameters": ` + providertest.PageSchema + `}}
 ]`
 
-// openingJSON is the JSON of the messages every run opens with.
+// openingJSON is the JSON of the messages every run opens with: one system
+// message of the system prompt and the agent's instructions, joined, then
+// the prompt.
 func openingJSON(prompt string) string {
-	return fmt.Sprintf(`{"role": "system", "content": %s}, {"role": "system", "content": %s}, {"role": "user", "content": %s}`,
-		providertest.Quote(providertest.SystemPrompt), providertest.Quote(providertest.Instructions), providertest.Quote(prompt))
+	return fmt.Sprintf(`{"role": "system", "content": %s}, {"role": "user", "content": %s}`,
+		providertest.Quote(providertest.SystemPrompt+"\n\n"+providertest.Instructions), providertest.Quote(prompt))
 }

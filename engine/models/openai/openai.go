@@ -4,11 +4,12 @@
 // server, LM Studio, OpenRouter.
 //
 // Generate maps the engine's provider-neutral transcript onto chat messages
-// (system, user, assistant with tool_calls, one tool message per answered
-// call) and the offered tools onto function tools, then maps the reply back:
-// its text, every tool call with its ID and its arguments exactly as the
-// model wrote them (malformed JSON included: the loop answers such a call
-// with an error result), and the token usage.
+// (the system messages joined into one, first; user; assistant with
+// tool_calls; one tool message per answered call) and the offered tools onto
+// function tools, then maps the reply back: its text, every tool call with
+// its ID and its arguments exactly as the model wrote them (malformed JSON
+// included: the loop answers such a call with an error result), the token
+// usage, and whether the reply was cut off at the output limit.
 //
 // Failures come back as *Error, whose Kind says what went wrong. The SDK
 // retries rate limits and server errors a bounded number of times, honouring
@@ -20,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -55,6 +57,14 @@ type Config struct {
 	BaseURL string
 	// Model is the model name the server knows, such as gpt-4o-mini or qwen3.
 	Model string
+	// MaxTokens bounds the length of each reply. Zero leaves it to the
+	// server. OpenAI's own API gets it as max_completion_tokens, which its
+	// reasoning models require; any other server as max_tokens, which the
+	// compatible servers take.
+	MaxTokens int
+	// Temperature is the sampling temperature, from 0 to 2; the server's
+	// default when nil.
+	Temperature *float64
 	// HTTPClient sends the requests; the SDK's default client when nil.
 	HTTPClient *http.Client
 	// MaxRetries bounds the retries of a request that failed with 408, 409,
@@ -68,8 +78,13 @@ type Config struct {
 // Model is a chat model behind the Chat Completions API. It is safe for
 // concurrent use.
 type Model struct {
-	client  sdk.Client
-	model   string
+	client      sdk.Client
+	model       string
+	maxTokens   int
+	temperature *float64
+	// openAI says the server is OpenAI's own API, which takes the output
+	// limit as max_completion_tokens.
+	openAI  bool
 	baseURL string
 	// errs makes the errors of the calls. It keeps a function that removes
 	// the API key from a text, not the key, so that printing a Model cannot
@@ -79,9 +94,9 @@ type Model struct {
 
 var _ engine.Model = (*Model)(nil)
 
-// New returns the model cfg describes. It fails on a missing model name or a
-// base URL that is not an absolute http(s) URL; it does not contact the
-// server.
+// New returns the model cfg describes. It fails on a missing model name, a
+// base URL that is not an absolute http(s) URL, a negative MaxTokens or a
+// Temperature outside 0 to 2; it does not contact the server.
 func New(cfg Config) (*Model, error) {
 	name := strings.TrimSpace(cfg.Model)
 	if name == "" {
@@ -93,6 +108,17 @@ func New(cfg Config) (*Model, error) {
 	}
 	if err := apiconfig.CheckBaseURL(base); err != nil {
 		return nil, fmt.Errorf("openai: %w", err)
+	}
+	if cfg.MaxTokens < 0 {
+		return nil, fmt.Errorf("openai: max tokens %d is negative", cfg.MaxTokens)
+	}
+	var temperature *float64
+	if t := cfg.Temperature; t != nil {
+		if !(*t >= 0 && *t <= 2) {
+			return nil, fmt.Errorf("openai: temperature %g is not between 0 and 2", *t)
+		}
+		v := *t
+		temperature = &v
 	}
 	timeout := apiconfig.Timeout(cfg.Timeout)
 
@@ -109,11 +135,20 @@ func New(cfg Config) (*Model, error) {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
 	return &Model{
-		client:  sdk.NewClient(opts...),
-		model:   name,
-		baseURL: apiconfig.DisplayURL(base),
-		errs:    apierror.Source{Provider: "openai", Model: name, Timeout: timeout, Redact: apierror.Redactor(cfg.APIKey)},
+		client:      sdk.NewClient(opts...),
+		model:       name,
+		maxTokens:   cfg.MaxTokens,
+		temperature: temperature,
+		openAI:      isOpenAI(base),
+		baseURL:     apiconfig.DisplayURL(base),
+		errs:        apierror.Source{Provider: "openai", Model: name, Timeout: timeout, Redact: apierror.Redactor(cfg.APIKey)},
 	}, nil
+}
+
+// isOpenAI reports whether base is OpenAI's own API.
+func isOpenAI(base string) bool {
+	u, err := url.Parse(base)
+	return err == nil && strings.EqualFold(u.Hostname(), "api.openai.com")
 }
 
 // Name returns the model name requests are sent with.

@@ -2,7 +2,9 @@ package openai
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -237,6 +239,108 @@ func TestUsageWithoutTotal(t *testing.T) {
 	}
 }
 
+// Chat templates such as Qwen's refuse a second system message ([system,
+// system, user] gets a 400 from vLLM), so the system messages go as one, first,
+// joined a blank line apart in order; a blank one adds nothing.
+func TestOneSystemMessage(t *testing.T) {
+	srv := providertest.NewServer(t, textReply("ok", 1, 1))
+	req := engine.ModelRequest{Messages: []engine.Message{
+		{Role: engine.RoleSystem, Content: "You are a test agent."},
+		{Role: engine.RoleSystem, Content: "  "},
+		{Role: engine.RoleSystem, Content: "Answer briefly."},
+		{Role: engine.RoleUser, Content: "Hi"},
+	}}
+	if _, err := newModel(t, config(srv)).Generate(context.Background(), req); err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	providertest.AssertJSON(t, "request", srv.Body(0), `{
+	  "model": "gpt-4o-mini",
+	  "messages": [
+	    {"role": "system", "content": "You are a test agent.\n\nAnswer briefly."},
+	    {"role": "user", "content": "Hi"}
+	  ]
+	}`)
+}
+
+// A reply cut off at the output limit (finish_reason "length") is marked
+// truncated, whether it is text or tool calls; the others are not.
+func TestTruncated(t *testing.T) {
+	cutText := `{"role": "assistant", "content": "The pricing page has", "refusal": null, "annotations": []}`
+	cutCall := `{"role": "assistant", "content": null, "refusal": null, "annotations": [],
+	  "tool_calls": [{"id": "call_Cut", "type": "function", "function": {"name": "count_words", "arguments": "{\"slug\": \"pri"}}]}`
+	for _, tc := range []struct {
+		name  string
+		reply providertest.Reply
+		want  bool
+	}{
+		{"stop", textReply("Done.", 10, 2), false},
+		{"tool_calls", callsReply(10, 2, providertest.Call("call_A", "count_words", `{"slug":"faq"}`)), false},
+		{"length, text", providertest.Reply{Body: completion(cutText, "length", 10, 16)}, true},
+		{"length, tool call", providertest.Reply{Body: completion(cutCall, "length", 10, 16)}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := providertest.NewServer(t, tc.reply)
+			resp, err := newModel(t, config(srv)).Generate(context.Background(), providertest.Hello())
+			if err != nil {
+				t.Fatalf("Generate: %v", err)
+			}
+			if resp.Truncated != tc.want {
+				t.Errorf("Truncated = %v, want %v", resp.Truncated, tc.want)
+			}
+		})
+	}
+}
+
+// A run whose reply is cut off fails with output_limit instead of taking
+// the fragment as its answer.
+func TestTruncatedRunFails(t *testing.T) {
+	cut := `{"role": "assistant", "content": "The pricing page has", "refusal": null, "annotations": []}`
+	srv := providertest.NewServer(t, providertest.Reply{Body: completion(cut, "length", 50, 16)})
+	j := &providertest.Journal{}
+	res, err := providertest.NewLoop(newModel(t, config(srv)), j, nil).Run(context.Background(), engine.Request{Prompt: "Count pricing."})
+	var runErr *engine.RunError
+	if !errors.As(err, &runErr) || runErr.Termination != engine.TermOutputLimit {
+		t.Fatalf("Run: err %v, want a RunError with %s", err, engine.TermOutputLimit)
+	}
+	if res == nil || res.Answer != "" || res.Termination != engine.TermOutputLimit {
+		t.Errorf("result %+v", res)
+	}
+}
+
+// max_tokens and temperature go in the request when configured, a zero
+// temperature included, and not at all otherwise (see
+// TestEmptyKeyForLocalServer). OpenAI's own API gets max_completion_tokens,
+// which its reasoning models require in place of max_tokens; other servers
+// get max_tokens, which Ollama, vLLM, llama.cpp and LM Studio all take.
+func TestMaxTokensAndTemperature(t *testing.T) {
+	hello := `"messages": [{"role": "user", "content": "Hi"}]`
+	for _, tc := range []struct {
+		name        string
+		openAI      bool
+		maxTokens   int
+		temperature *float64
+		want        string
+	}{
+		{"compatible server", false, 4096, ptr(0.2), `{"model": "gpt-4o-mini", ` + hello + `, "max_tokens": 4096, "temperature": 0.2}`},
+		{"zero temperature", false, 0, ptr(0.0), `{"model": "gpt-4o-mini", ` + hello + `, "temperature": 0}`},
+		{"OpenAI's API", true, 2048, ptr(1.5), `{"model": "gpt-4o-mini", ` + hello + `, "max_completion_tokens": 2048, "temperature": 1.5}`},
+		{"OpenAI's API, defaults", true, 0, nil, `{"model": "gpt-4o-mini", ` + hello + `}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := providertest.NewServer(t, textReply("ok", 1, 1))
+			cfg := config(srv)
+			cfg.MaxTokens, cfg.Temperature = tc.maxTokens, tc.temperature
+			if tc.openAI {
+				cfg.BaseURL, cfg.HTTPClient = DefaultBaseURL, redirect(srv)
+			}
+			if _, err := newModel(t, cfg).Generate(context.Background(), providertest.Hello()); err != nil {
+				t.Fatalf("Generate: %v", err)
+			}
+			providertest.AssertJSON(t, "request", srv.Body(0), tc.want)
+		})
+	}
+}
+
 func TestDescribe(t *testing.T) {
 	m := newModel(t, Config{Model: "gpt-4o-mini"})
 	if got, want := m.Describe(), "OpenAI-compatible chat model gpt-4o-mini at https://api.openai.com/v1"; got != want {
@@ -254,6 +358,10 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		{Model: "  "},
 		{Model: "gpt-4o-mini", BaseURL: "localhost:11434/v1"},
 		{Model: "gpt-4o-mini", BaseURL: "ftp://example.com"},
+		{Model: "gpt-4o-mini", MaxTokens: -1},
+		{Model: "gpt-4o-mini", Temperature: ptr(-0.1)},
+		{Model: "gpt-4o-mini", Temperature: ptr(2.1)},
+		{Model: "gpt-4o-mini", Temperature: ptr(math.NaN())},
 	} {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("New(%+v) succeeded", cfg)

@@ -50,3 +50,15 @@ const (
 	// no longer offered.
 	NotPermittedPrefix = "NOT EXECUTED: tool no longer permitted"
 )
+
+// InputError refuses something a person sent (a prompt, a reason). Message is
+// a sentence meant for that person; the error matches ErrInvalidInput.
+type InputError struct {
+	Field   string
+	Message string
+}
+
+func (e *InputError) Error() string { return "invalid input: " + e.Field + ": " + e.Message }
+
+// Is makes an InputError match ErrInvalidInput.
+func (e *InputError) Is(target error) bool { return target == ErrInvalidInput }

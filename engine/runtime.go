@@ -193,7 +193,8 @@ func (r *Runtime) StartRun(ctx context.Context, nr NewRun) (Run, error) {
 		return Run{}, fmt.Errorf("start run: %w", err)
 	}
 	if strings.TrimSpace(nr.Prompt) == "" || len(nr.Prompt) > MaxPromptBytes || !utf8.ValidString(nr.Prompt) {
-		return Run{}, fmt.Errorf("start run: %w: the prompt must be 1 to %d bytes of text", ErrInvalidInput, MaxPromptBytes)
+		return Run{}, fmt.Errorf("start run: %w", &InputError{Field: "prompt",
+			Message: fmt.Sprintf("The prompt must be 1 to %d bytes of text.", MaxPromptBytes)})
 	}
 	if r.isClosed() {
 		return Run{}, ErrClosed
@@ -214,7 +215,8 @@ func (r *Runtime) StartRun(ctx context.Context, nr NewRun) (Run, error) {
 // winner's run resumes in the background. A refused decision changes nothing.
 func (r *Runtime) Decide(ctx context.Context, runID string, d Decision) error {
 	if utf8.RuneCountInString(d.Reason) > MaxReasonRunes || !utf8.ValidString(d.Reason) {
-		return fmt.Errorf("decide: %w: the reason must be at most %d characters of text", ErrInvalidInput, MaxReasonRunes)
+		return fmt.Errorf("decide: %w", &InputError{Field: "reason",
+			Message: fmt.Sprintf("The reason must be at most %d characters of text.", MaxReasonRunes)})
 	}
 	if r.isClosed() {
 		return ErrClosed

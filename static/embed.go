@@ -1,5 +1,6 @@
-// Package static embeds the stylesheet, the small script and the vendored
-// htmx, and serves them at content-hashed URLs that can be cached forever.
+// Package static embeds the stylesheet, the small script, the site icon and
+// the vendored htmx, and serves them at content-hashed URLs that can be
+// cached forever.
 package static
 
 import (
@@ -19,7 +20,7 @@ import (
 // files holds the assets. vendor/ always has its README, so the pattern
 // matches on a fresh clone before htmx has been copied in.
 //
-//go:embed app.css app.js vendor
+//go:embed app.css app.js favicon.svg vendor
 var files embed.FS
 
 // hashLen is how many hex digits of the SHA-256 go into a URL.

@@ -76,12 +76,12 @@ func TestPlayground(t *testing.T) {
 		for _, tc := range []struct {
 			name, agent, model, prompt, refill, message string
 		}{
-			{"unknown agent", "nope", "demo", publishAbout, publishAbout, "Start run: unknown agent"},
-			{"unknown model", "researcher", "gpt-9", publishAbout, publishAbout, "Start run: unknown model"},
-			{"empty prompt", "researcher", "demo", "", "", "the prompt must be 1 to 8000 bytes"},
-			{"blank prompt", "researcher", "demo", " \n\t ", "", "the prompt must be 1 to 8000 bytes"},
-			{"prompt over 8,000 bytes", "researcher", "demo", long, long, "the prompt must be 1 to 8000 bytes"},
-			{"prompt not UTF-8", "researcher", "demo", "publish \xff\xfe", "publish \uFFFD", "the prompt must be 1 to 8000 bytes"},
+			{"unknown agent", "nope", "demo", publishAbout, publishAbout, "That agent is not configured on this server."},
+			{"unknown model", "researcher", "gpt-9", publishAbout, publishAbout, "That model is not configured on this server."},
+			{"empty prompt", "researcher", "demo", "", "", "The prompt must be 1 to 8000 bytes"},
+			{"blank prompt", "researcher", "demo", " \n\t ", "", "The prompt must be 1 to 8000 bytes"},
+			{"prompt over 8,000 bytes", "researcher", "demo", long, long, "The prompt must be 1 to 8000 bytes"},
+			{"prompt not UTF-8", "researcher", "demo", "publish \xff\xfe", "publish \uFFFD", "The prompt must be 1 to 8000 bytes"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				a, olga := a.with(t), olga.with(t)
@@ -527,7 +527,7 @@ func TestResumeRefused(t *testing.T) {
 		second := url.Values{"_csrf": {oscar.csrf}, "run_id": {r.ID}, "digest": {r.PendingDigest}, "decision": {"deny"}}
 		res := oscar.post("/tool/resume", second)
 		mustRunPageWith(t, a, res, http.StatusConflict, "Already decided", r.ID)
-		if got := text(res.doc, testid("flash")); !strings.Contains(got, "approve by "+olgaName) {
+		if got := text(res.doc, testid("flash")); !strings.Contains(got, "Approved by "+olgaName) {
 			t.Errorf("409 does not say who decided: %q", got)
 		}
 		if ev, ok, _ := a.db.LastDecision(context.Background(), r.ID); !ok || ev.By != olgaName || ev.Decision != "approve" {
@@ -640,7 +640,7 @@ func TestResumeAfterRunEnded(t *testing.T) {
 	if n := a.revisions(); n != 1 {
 		t.Errorf("%d revisions, want 1: the call ran twice", n)
 	}
-	if got := text(res.doc, testid("flash")); !strings.Contains(got, "Already decided") || !strings.Contains(got, "approve by "+olgaName) {
+	if got := text(res.doc, testid("flash")); !strings.Contains(got, "Already decided") || !strings.Contains(got, "Approved by "+olgaName) {
 		t.Errorf("409 does not say who decided: %q", got)
 	}
 }

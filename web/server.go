@@ -42,8 +42,11 @@ type Config struct {
 	FourEyes bool
 	// SessionMaxAge is how long a sign-in lasts (default 12 hours).
 	SessionMaxAge time.Duration
-	Logger        *slog.Logger
-	Now           func() time.Time
+	// SignIn throttles failed sign-ins; the zero value takes the defaults
+	// of SignInLimits.
+	SignIn SignInLimits
+	Logger *slog.Logger
+	Now    func() time.Time
 }
 
 // server holds what the handlers share.
@@ -52,6 +55,8 @@ type server struct {
 	db       *store.DB
 	rt       *engine.Runtime
 	sessions *sessions.CookieStore
+	throttle *throttle
+	origins  *http.CrossOriginProtection
 	log      *slog.Logger
 	now      func() time.Time
 }
@@ -74,10 +79,16 @@ func New(cfg Config) (*echo.Echo, error) {
 		cfg.Now = time.Now
 	}
 	s := &server{cfg: cfg, db: cfg.Store, rt: cfg.Runtime, log: cfg.Logger, now: cfg.Now,
-		sessions: newCookieStore(cfg.SessionKey, cfg.SessionMaxAge)}
+		sessions: newCookieStore(cfg.SessionKey, cfg.SessionMaxAge),
+		throttle: newThrottle(cfg.SignIn, cfg.Now), origins: http.NewCrossOriginProtection()}
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
+	// The client address (for the sign-in throttle) is the peer's, or, when
+	// the peer is a proxy on a private or loopback address, the nearest
+	// untrusted address in X-Forwarded-For. Echo's default would take the
+	// first X-Forwarded-For entry, which any client can set.
+	e.IPExtractor = echo.ExtractIPFromXFFHeader()
 	e.HTTPErrorHandler = s.handleError
 	s.routes(e)
 	return e, nil
@@ -127,6 +138,8 @@ var (
 	errForbidden = newHTTPError(http.StatusForbidden, "Not allowed", "Your role does not allow this.")
 	errBadCSRF   = newHTTPError(http.StatusForbidden, "Form expired",
 		"The form's security token was missing or wrong. Reload the page and try again.")
+	errCrossOrigin = newHTTPError(http.StatusForbidden, "Request from another site",
+		"Your browser sent this from another site, so it was refused. Open countersign and try again from there.")
 )
 
 // classify maps an error to what a person sees. Domain errors are mapped
@@ -134,12 +147,13 @@ var (
 func classify(err error) *httpError {
 	var he *httpError
 	var decided *engine.DecidedError
+	var input *engine.InputError
 	var ee *echo.HTTPError
 	switch {
 	case errors.As(err, &he):
 		return he
 	case errors.As(err, &decided):
-		return &httpError{http.StatusConflict, "Already decided", capitalise(decided.Error()) + "."}
+		return &httpError{http.StatusConflict, "Already decided", decidedSentence(decided)}
 	case errors.Is(err, engine.ErrRunNotFound), errors.Is(err, store.ErrNotFound):
 		return &httpError{http.StatusNotFound, "Not found", "There is nothing here. Check the link, or find the run in the history."}
 	case errors.Is(err, engine.ErrStaleTurn):
@@ -152,8 +166,14 @@ func classify(err error) *httpError {
 		return &httpError{http.StatusForbidden, "Second approver needed", "You started this run, and its agent requires another operator to approve it. You may still deny it."}
 	case errors.Is(err, engine.ErrCorruptState):
 		return &httpError{http.StatusConflict, "Damaged run state", "The stored state of this run could not be read, so the decision was refused and the run was left as it was. An operator can cancel it."}
-	case errors.Is(err, engine.ErrInvalidInput), errors.Is(err, engine.ErrUnknownAgent), errors.Is(err, engine.ErrUnknownModel):
-		return &httpError{http.StatusUnprocessableEntity, "Check your input", capitalise(err.Error()) + "."}
+	case errors.As(err, &input):
+		return &httpError{http.StatusUnprocessableEntity, "Check your input", input.Message}
+	case errors.Is(err, engine.ErrInvalidInput):
+		return &httpError{http.StatusUnprocessableEntity, "Check your input", "Check what you entered and try again."}
+	case errors.Is(err, engine.ErrUnknownAgent):
+		return &httpError{http.StatusUnprocessableEntity, "Not configured", "That agent is not configured on this server."}
+	case errors.Is(err, engine.ErrUnknownModel):
+		return &httpError{http.StatusUnprocessableEntity, "Not configured", "That model is not configured on this server."}
 	case errors.Is(err, engine.ErrClosed):
 		return &httpError{http.StatusServiceUnavailable, "Shutting down", "The server is shutting down. Try again in a moment."}
 	case errors.As(err, &ee):
@@ -198,12 +218,17 @@ func (s *server) handleError(err error, c echo.Context) {
 	}
 }
 
-func capitalise(s string) string {
-	if s == "" {
-		return s
+// decidedSentence says who decided a turn first, and when.
+func decidedSentence(d *engine.DecidedError) string {
+	if d.By == "" {
+		return "Someone else decided this turn first."
 	}
-	if s[0] >= 'a' && s[0] <= 'z' {
-		return string(s[0]-'a'+'A') + s[1:]
+	verb := "Decided"
+	switch d.Dec {
+	case engine.DecisionApprove:
+		verb = "Approved"
+	case engine.DecisionDeny:
+		verb = "Denied"
 	}
-	return s
+	return verb + " by " + d.By + " at " + views.HumanTime(d.At) + "."
 }

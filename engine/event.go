@@ -34,6 +34,49 @@ const (
 	EventFailed EventKind = "failed"
 )
 
+// Transition names the status transition whose transaction writes an event
+// of a durable run. The loop records every event through its Recorder in
+// the order the steps happen; a durable recorder appends only the events of
+// TransitionNone and leaves the others to the RunStore method of their
+// transition, which writes the event in the same transaction as the status
+// change, so a status and its event never disagree.
+type Transition int
+
+// The transitions that write events.
+const (
+	// TransitionNone: a step while the run is held (model turn, tool
+	// started, tool finished), appended with AppendEvent.
+	TransitionNone Transition = iota
+	// TransitionCreate: the prompt, written by CreateRun.
+	TransitionCreate
+	// TransitionClaim: a decision, written by ClaimRun.
+	TransitionClaim
+	// TransitionSuspend: suspended, written by SuspendRun.
+	TransitionSuspend
+	// TransitionRelease: released, written by ReleaseRun.
+	TransitionRelease
+	// TransitionFinish: finished or failed, written by FinishRun or
+	// RequestCancel.
+	TransitionFinish
+)
+
+// Transition returns the status transition that writes events of kind k.
+func (k EventKind) Transition() Transition {
+	switch k {
+	case EventPrompt:
+		return TransitionCreate
+	case EventDecision:
+		return TransitionClaim
+	case EventSuspended:
+		return TransitionSuspend
+	case EventReleased:
+		return TransitionRelease
+	case EventFinished, EventFailed:
+		return TransitionFinish
+	}
+	return TransitionNone
+}
+
 // Decision values carried by EventDecision.
 const (
 	DecisionApprove = "approve"

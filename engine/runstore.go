@@ -77,7 +77,7 @@ type Finish struct {
 	// transaction; when its Totals are nil the store fills them with the
 	// run's final counters, so the event never records zeros by mistake.
 	Event Event
-	Now         time.Time
+	Now   time.Time
 }
 
 // Suspension is what a waiting run stores: its encoded state and the digest

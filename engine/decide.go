@@ -51,7 +51,7 @@ func (r *Runtime) Decide(ctx context.Context, runID string, d Decision) error {
 	if !ok {
 		return fmt.Errorf("decide run %s: %w %q", runID, ErrUnknownAgent, run.Agent)
 	}
-	if d.Approve && (agent.SecondApprover || r.cfg.FourEyes) && d.By == run.InitiatedBy {
+	if d.Verdict.Approves() && (agent.SecondApprover || r.cfg.FourEyes) && d.By == run.InitiatedBy {
 		return fmt.Errorf("decide run %s: %w", runID, ErrSelfApproval)
 	}
 	if _, err := r.cfg.Models(run.Model); err != nil {
@@ -60,13 +60,9 @@ func (r *Runtime) Decide(ctx context.Context, runID string, d Decision) error {
 
 	owner := r.newOwner()
 	now := r.cfg.Now()
-	dec := DecisionDeny
-	if d.Approve {
-		dec = DecisionApprove
-	}
 	claimed, err := r.cfg.Store.ClaimRun(ctx, runID, Claim{
 		Digest: d.Digest, Owner: owner, LeaseUntil: now.Add(r.cfg.Lease), Now: now,
-		Event: Event{Kind: EventDecision, At: now, Decision: dec, By: d.By, Reason: d.Reason, Digest: d.Digest},
+		Event: Event{Kind: EventDecision, At: now, Decision: d.Verdict, By: d.By, Reason: d.Reason, Digest: d.Digest},
 	})
 	if err != nil {
 		return fmt.Errorf("decide run %s: %w", runID, err)

@@ -77,12 +77,6 @@ func (k EventKind) Transition() Transition {
 	return TransitionNone
 }
 
-// Decision values carried by EventDecision.
-const (
-	DecisionApprove = "approve"
-	DecisionDeny    = "deny"
-)
-
 // Event is one step of a run. Only the fields of its kind are set; it
 // encodes to JSON as the payload of the stored event.
 type Event struct {
@@ -112,9 +106,9 @@ type Event struct {
 	Offered  []string   `json:"offered,omitempty"`
 
 	// Decision.
-	Decision string `json:"decision,omitempty"`
-	By       string `json:"by,omitempty"`
-	Reason   string `json:"reason,omitempty"`
+	Decision Verdict `json:"decision,omitempty"`
+	By       string  `json:"by,omitempty"`
+	Reason   string  `json:"reason,omitempty"`
 
 	// Finished and failed.
 	Termination Termination `json:"termination,omitempty"`

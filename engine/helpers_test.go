@@ -166,9 +166,9 @@ func mustSuspend(t *testing.T, err error) *SuspendedState {
 }
 
 func approve(s *SuspendedState, by string) Decision {
-	return Decision{Approve: true, Digest: TurnDigest(s.Pending), By: by}
+	return Decision{Verdict: VerdictApprove, Digest: TurnDigest(s.Pending), By: by}
 }
 
 func deny(s *SuspendedState, by, reason string) Decision {
-	return Decision{Approve: false, Digest: TurnDigest(s.Pending), By: by, Reason: reason}
+	return Decision{Verdict: VerdictDeny, Digest: TurnDigest(s.Pending), By: by, Reason: reason}
 }

@@ -141,11 +141,7 @@ func (l *Loop) Resume(ctx context.Context, state *SuspendedState, d Decision) (*
 	if d.Digest != TurnDigest(state.Pending) {
 		return nil, fmt.Errorf("resume: %w", ErrStaleTurn)
 	}
-	dec := DecisionDeny
-	if d.Approve {
-		dec = DecisionApprove
-	}
-	if err := l.record(ctx, Event{Kind: EventDecision, Decision: dec, By: d.By, Reason: d.Reason, Digest: d.Digest}); err != nil {
+	if err := l.record(ctx, Event{Kind: EventDecision, Decision: d.Verdict, By: d.By, Reason: d.Reason, Digest: d.Digest}); err != nil {
 		return nil, err
 	}
 
@@ -170,7 +166,7 @@ func (l *Loop) Resume(ctx context.Context, state *SuspendedState, d Decision) (*
 // nil) and still is; on denial it answers with the denial.
 func (l *Loop) answerDecided(ctx context.Context, call ToolCall, d Decision, offered []string) (Invocation, error) {
 	switch {
-	case !d.Approve:
+	case !d.Verdict.Approves():
 		return l.answerWithout(ctx, call, OutcomeDenied, denialText(d.Reason))
 	case offered != nil && !contains(offered, call.Name):
 		return l.answerWithout(ctx, call, OutcomeUnknownTool, l.unknownToolText(call.Name))

@@ -132,7 +132,7 @@ func TestResumeDenyAnswersEveryPendingCall(t *testing.T) {
 		}
 	}
 	dec := rec.ofKind(EventDecision)
-	if len(dec) != 1 || dec[0].Decision != DecisionDeny || dec[0].By != "bob" || dec[0].Reason != "not during the freeze" {
+	if len(dec) != 1 || dec[0].Decision != VerdictDeny || dec[0].By != "bob" || dec[0].Reason != "not during the freeze" {
 		t.Fatalf("decision event %+v", dec)
 	}
 	for _, ev := range rec.ofKind(EventToolFinished) {
@@ -223,10 +223,10 @@ func TestResumeRefusesStaleAndCorrupt(t *testing.T) {
 		dec   Decision
 		want  error
 	}{
-		{"stale digest", st, Decision{Approve: true, Digest: "0000", By: "ann"}, ErrStaleTurn},
-		{"empty digest", st, Decision{Approve: true, By: "ann"}, ErrStaleTurn},
-		{"nil state", nil, Decision{Approve: true}, ErrCorruptState},
-		{"pending differs from turn", &corrupt, Decision{Approve: true, Digest: TurnDigest(corrupt.Pending)}, ErrCorruptState},
+		{"stale digest", st, Decision{Verdict: VerdictApprove, Digest: "0000", By: "ann"}, ErrStaleTurn},
+		{"empty digest", st, Decision{Verdict: VerdictApprove, By: "ann"}, ErrStaleTurn},
+		{"nil state", nil, Decision{Verdict: VerdictApprove}, ErrCorruptState},
+		{"pending differs from turn", &corrupt, Decision{Verdict: VerdictApprove, Digest: TurnDigest(corrupt.Pending)}, ErrCorruptState},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -66,7 +66,7 @@ func TestTotalsSurviveEndsWithoutALoopResult(t *testing.T) {
 			t.Fatal(err)
 		}
 		w := e.waitStatus(t, run.ID, engine.StatusWaiting)
-		if err := rt.Decide(ctx, run.ID, engine.Decision{Approve: true, Digest: w.PendingDigest, By: "oscar"}); err != nil {
+		if err := rt.Decide(ctx, run.ID, engine.Decision{Verdict: engine.VerdictApprove, Digest: w.PendingDigest, By: "oscar"}); err != nil {
 			t.Fatal(err)
 		}
 		r := e.waitStatus(t, run.ID, engine.StatusFailed)
@@ -96,7 +96,7 @@ func TestTotalsSurviveEndsWithoutALoopResult(t *testing.T) {
 		}
 		runID = run.ID
 		w := e.waitStatus(t, run.ID, engine.StatusWaiting)
-		if err := rt.Decide(ctx, run.ID, engine.Decision{Approve: true, Digest: w.PendingDigest, By: "oscar"}); err != nil {
+		if err := rt.Decide(ctx, run.ID, engine.Decision{Verdict: engine.VerdictApprove, Digest: w.PendingDigest, By: "oscar"}); err != nil {
 			t.Fatal(err)
 		}
 		r := e.waitStatus(t, run.ID, engine.StatusCancelled)
@@ -210,7 +210,7 @@ func TestLosingDecisionNamesTheWinner(t *testing.T) {
 			// The loser has read the waiting run; before it reads the state,
 			// the winner decides and the run moves on.
 			hs.beforeState = func() {
-				if err := rt.Decide(ctx, run.ID, engine.Decision{Approve: true, Digest: w.PendingDigest, By: "winnie"}); err != nil {
+				if err := rt.Decide(ctx, run.ID, engine.Decision{Verdict: engine.VerdictApprove, Digest: w.PendingDigest, By: "winnie"}); err != nil {
 					t.Error(err)
 				}
 				deadline := time.Now().Add(15 * time.Second)
@@ -226,9 +226,9 @@ func TestLosingDecisionNamesTheWinner(t *testing.T) {
 					time.Sleep(5 * time.Millisecond)
 				}
 			}
-			err := rt.Decide(ctx, run.ID, engine.Decision{Approve: false, Digest: w.PendingDigest, By: "louis", Reason: "no"})
+			err := rt.Decide(ctx, run.ID, engine.Decision{Verdict: engine.VerdictDeny, Digest: w.PendingDigest, By: "louis", Reason: "no"})
 			var de *engine.DecidedError
-			if !errors.As(err, &de) || de.By != "winnie" || de.Dec != engine.DecisionApprove {
+			if !errors.As(err, &de) || de.By != "winnie" || de.Dec != engine.VerdictApprove {
 				t.Fatalf("loser got %v, want the decision of winnie", err)
 			}
 		})
@@ -292,7 +292,7 @@ func TestEditedStateIsDamagedNotStale(t *testing.T) {
 	editPending(t, e, run.ID)
 
 	for _, digest := range []string{w.PendingDigest, engine.TurnDigest([]engine.ToolCall{{ID: "x"}})} {
-		err := rt.Decide(ctx, run.ID, engine.Decision{Approve: true, Digest: digest, By: "oscar"})
+		err := rt.Decide(ctx, run.ID, engine.Decision{Verdict: engine.VerdictApprove, Digest: digest, By: "oscar"})
 		if !errors.Is(err, engine.ErrCorruptState) {
 			t.Fatalf("decision on an edited state: %v, want ErrCorruptState", err)
 		}
@@ -326,7 +326,7 @@ func TestHandingBackIsNotAFailure(t *testing.T) {
 	// The state changed under the claim and no longer decodes: the claim is
 	// handed back.
 	hs.claimed = func([]byte) []byte { return []byte(`{"version":1,"transcript":[`) }
-	if err := rt.Decide(ctx, run.ID, engine.Decision{Approve: true, Digest: w.PendingDigest, By: "oscar"}); !errors.Is(err, engine.ErrCorruptState) {
+	if err := rt.Decide(ctx, run.ID, engine.Decision{Verdict: engine.VerdictApprove, Digest: w.PendingDigest, By: "oscar"}); !errors.Is(err, engine.ErrCorruptState) {
 		t.Fatalf("err = %v", err)
 	}
 	r := e.waitStatus(t, run.ID, engine.StatusWaiting)
@@ -343,7 +343,7 @@ func TestHandingBackIsNotAFailure(t *testing.T) {
 		}
 	}
 	// The run can be decided again.
-	if err := rt.Decide(ctx, run.ID, engine.Decision{Approve: true, Digest: w.PendingDigest, By: "oscar"}); err != nil {
+	if err := rt.Decide(ctx, run.ID, engine.Decision{Verdict: engine.VerdictApprove, Digest: w.PendingDigest, By: "oscar"}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitStatus(t, run.ID, engine.StatusCompleted)
@@ -382,7 +382,7 @@ func TestRecoveredApprovalOfAWithdrawnToolIsNotPermitted(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := e.db.ClaimRun(ctx, run.ID, engine.Claim{Digest: dg, Owner: "dead2", LeaseUntil: past.Add(time.Second), Now: past,
-		Event: engine.Event{Kind: engine.EventDecision, Decision: engine.DecisionApprove, By: "oscar", Digest: dg}}); err != nil {
+		Event: engine.Event{Kind: engine.EventDecision, Decision: engine.VerdictApprove, By: "oscar", Digest: dg}}); err != nil {
 		t.Fatal(err)
 	}
 	// After the restart the agent no longer offers publish_page.

@@ -190,7 +190,7 @@ var (
 type DecidedError struct {
 	By  string
 	At  time.Time
-	Dec string // approve or deny
+	Dec Verdict
 }
 
 func (e *DecidedError) Error() string {

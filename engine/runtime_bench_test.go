@@ -73,7 +73,7 @@ func benchCycle(b *testing.B, workers, inflight int) {
 		decisions.Add(1)
 		go func() {
 			defer decisions.Done()
-			if err := rt.Decide(ctx, id, engine.Decision{Approve: true, Digest: digest, By: "oscar"}); err != nil {
+			if err := rt.Decide(ctx, id, engine.Decision{Verdict: engine.VerdictApprove, Digest: digest, By: "oscar"}); err != nil {
 				decideErr.Store(err)
 			}
 		}()

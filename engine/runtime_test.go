@@ -137,7 +137,7 @@ func TestDurableApprovalCycle(t *testing.T) {
 	if e.revisions(t) != 0 {
 		t.Fatal("a write ran before approval")
 	}
-	if err := rt.Decide(context.Background(), run.ID, engine.Decision{Approve: true, Digest: w.PendingDigest, By: "oscar"}); err != nil {
+	if err := rt.Decide(context.Background(), run.ID, engine.Decision{Verdict: engine.VerdictApprove, Digest: w.PendingDigest, By: "oscar"}); err != nil {
 		t.Fatal(err)
 	}
 	w2 := e.waitStatus(t, run.ID, engine.StatusWaiting)
@@ -145,7 +145,7 @@ func TestDurableApprovalCycle(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 		w2 = e.waitStatus(t, run.ID, engine.StatusWaiting)
 	}
-	if err := rt.Decide(context.Background(), run.ID, engine.Decision{Approve: true, Digest: w2.PendingDigest, By: "oscar", Reason: "go"}); err != nil {
+	if err := rt.Decide(context.Background(), run.ID, engine.Decision{Verdict: engine.VerdictApprove, Digest: w2.PendingDigest, By: "oscar", Reason: "go"}); err != nil {
 		t.Fatal(err)
 	}
 	done := e.waitStatus(t, run.ID, engine.StatusCompleted)
@@ -189,7 +189,7 @@ func TestConcurrentDecisionsExactlyOneWins(t *testing.T) {
 			defer wg.Done()
 			<-startLine
 			errs[i] = rt.Decide(context.Background(), run.ID, engine.Decision{
-				Approve: i%2 == 0, Digest: w.PendingDigest, By: fmt.Sprintf("op%d", i), Reason: "r"})
+				Verdict: []engine.Verdict{engine.VerdictApprove, engine.VerdictDeny}[i%2], Digest: w.PendingDigest, By: fmt.Sprintf("op%d", i), Reason: "r"})
 		}(i)
 	}
 	close(startLine)
@@ -240,9 +240,9 @@ func TestDecideRefusals(t *testing.T) {
 		d    engine.Decision
 		want error
 	}{
-		{"unknown run", "nope", engine.Decision{Approve: true, Digest: w.PendingDigest, By: "oscar"}, engine.ErrRunNotFound},
-		{"stale digest", run.ID, engine.Decision{Approve: true, Digest: "abc", By: "oscar"}, engine.ErrStaleTurn},
-		{"four-eyes self approval", run.ID, engine.Decision{Approve: true, Digest: w.PendingDigest, By: "olga"}, engine.ErrSelfApproval},
+		{"unknown run", "nope", engine.Decision{Verdict: engine.VerdictApprove, Digest: w.PendingDigest, By: "oscar"}, engine.ErrRunNotFound},
+		{"stale digest", run.ID, engine.Decision{Verdict: engine.VerdictApprove, Digest: "abc", By: "oscar"}, engine.ErrStaleTurn},
+		{"four-eyes self approval", run.ID, engine.Decision{Verdict: engine.VerdictApprove, Digest: w.PendingDigest, By: "olga"}, engine.ErrSelfApproval},
 		{"reason too long", run.ID, engine.Decision{Digest: w.PendingDigest, By: "oscar", Reason: string(make([]rune, 2001))}, engine.ErrInvalidInput},
 	}
 	for _, tc := range cases {
@@ -257,7 +257,7 @@ func TestDecideRefusals(t *testing.T) {
 		})
 	}
 	// The initiator may deny a four-eyes run.
-	if err := rt.Decide(ctx, run.ID, engine.Decision{Approve: false, Digest: w.PendingDigest, By: "olga", Reason: "changed my mind"}); err != nil {
+	if err := rt.Decide(ctx, run.ID, engine.Decision{Verdict: engine.VerdictDeny, Digest: w.PendingDigest, By: "olga", Reason: "changed my mind"}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitStatus(t, run.ID, engine.StatusCompleted)
@@ -266,10 +266,10 @@ func TestDecideRefusals(t *testing.T) {
 	}
 	// Deciding an ended run names the decision that ended its turn.
 	var de *engine.DecidedError
-	if err := rt.Decide(ctx, run.ID, engine.Decision{Approve: true, Digest: w.PendingDigest, By: "oscar"}); !errors.As(err, &de) || de.By != "olga" {
+	if err := rt.Decide(ctx, run.ID, engine.Decision{Verdict: engine.VerdictApprove, Digest: w.PendingDigest, By: "oscar"}); !errors.As(err, &de) || de.By != "olga" {
 		t.Fatalf("err = %v", err)
 	}
-	if err := rt.Decide(ctx, run.ID, engine.Decision{Approve: true, Digest: "other", By: "oscar"}); !errors.Is(err, engine.ErrRunTerminal) {
+	if err := rt.Decide(ctx, run.ID, engine.Decision{Verdict: engine.VerdictApprove, Digest: "other", By: "oscar"}); !errors.Is(err, engine.ErrRunTerminal) {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -287,7 +287,7 @@ func TestCorruptStateRefusedWithoutConsumingTheRun(t *testing.T) {
 	if _, err := raw.Exec(`UPDATE agent_run SET suspended_state = ? WHERE id = ?`, []byte(`{"version":1,"transcript":[`), run.ID); err != nil {
 		t.Fatal(err)
 	}
-	err = rt.Decide(context.Background(), run.ID, engine.Decision{Approve: true, Digest: w.PendingDigest, By: "oscar"})
+	err = rt.Decide(context.Background(), run.ID, engine.Decision{Verdict: engine.VerdictApprove, Digest: w.PendingDigest, By: "oscar"})
 	if !errors.Is(err, engine.ErrCorruptState) {
 		t.Fatalf("err = %v", err)
 	}
@@ -439,7 +439,7 @@ func TestReaper(t *testing.T) {
 			t.Fatal(err)
 		}
 		if _, err := e.db.ClaimRun(ctx, id, engine.Claim{Digest: dg, Owner: "dead2", LeaseUntil: past.Add(time.Second), Now: past,
-			Event: engine.Event{Kind: engine.EventDecision, Decision: engine.DecisionApprove, By: "oscar", Digest: dg}}); err != nil {
+			Event: engine.Event{Kind: engine.EventDecision, Decision: engine.VerdictApprove, By: "oscar", Digest: dg}}); err != nil {
 			t.Fatal(err)
 		}
 		e.runtime(t, nil)

@@ -109,7 +109,7 @@ func TestDemoScenariosEndToEnd(t *testing.T) {
 					t.Fatal(err2)
 				}
 				res, err = loop.Resume(context.Background(), state, engine.Decision{
-					Approve: st.approve, Digest: state.Digest(), By: "ann", Reason: st.reason})
+					Verdict: verdictOf(st.approve), Digest: state.Digest(), By: "ann", Reason: st.reason})
 			}
 			if err != nil {
 				t.Fatalf("run did not finish: %v", err)
@@ -180,4 +180,11 @@ func TestUpdatePreviewShowsDiff(t *testing.T) {
 	if !strings.Contains(lines, "- ") || !strings.Contains(lines, "$10 per seat") || !strings.Contains(lines, "+ ") || !strings.Contains(lines, "$12 per seat") {
 		t.Fatalf("preview is not a diff of the change:\n%s", lines)
 	}
+}
+
+func verdictOf(approve bool) engine.Verdict {
+	if approve {
+		return engine.VerdictApprove
+	}
+	return engine.VerdictDeny
 }

@@ -73,13 +73,13 @@ func TestDecisionOnNamesTheTurn(t *testing.T) {
 	ctx := context.Background()
 	db := newTestDB(t)
 	r := waitingRun(t, db, "d1", []byte("{}"))
-	if _, err := db.ClaimRun(ctx, r.ID, decision("bob", engine.DecisionApprove, t0, "d1")); err != nil {
+	if _, err := db.ClaimRun(ctx, r.ID, decision("bob", engine.VerdictApprove, t0, "d1")); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.SuspendRun(ctx, r.ID, "w2", []byte("{}"), "d2", engine.Event{Kind: engine.EventSuspended}, t0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.ClaimRun(ctx, r.ID, decision("carol", engine.DecisionDeny, t0.Add(time.Minute), "d2")); err != nil {
+	if _, err := db.ClaimRun(ctx, r.ID, decision("carol", engine.VerdictDeny, t0.Add(time.Minute), "d2")); err != nil {
 		t.Fatal(err)
 	}
 	for digest, want := range map[string]string{"d1": "bob", "d2": "carol"} {

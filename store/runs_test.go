@@ -74,7 +74,7 @@ func kinds(evs []engine.RecordedEvent) string {
 	return strings.Join(ks, ",")
 }
 
-func decision(by, dec string, at time.Time, digest string) engine.Claim {
+func decision(by string, dec engine.Verdict, at time.Time, digest string) engine.Claim {
 	return engine.Claim{
 		Digest:     digest,
 		Owner:      "w2",
@@ -339,7 +339,7 @@ func TestSuspendAndClaim(t *testing.T) {
 	}
 
 	at := t0.Add(time.Minute)
-	s, err := db.ClaimRun(ctx, r.ID, decision("bob", engine.DecisionApprove, at, "d1"))
+	s, err := db.ClaimRun(ctx, r.ID, decision("bob", engine.VerdictApprove, at, "d1"))
 	if err != nil || string(s) != string(state) {
 		t.Fatalf("claim = %q, %v", s, err)
 	}
@@ -351,7 +351,7 @@ func TestSuspendAndClaim(t *testing.T) {
 		t.Errorf("events = %s", k)
 	}
 	ev, ok, err := db.LastDecision(ctx, r.ID)
-	if err != nil || !ok || ev.By != "bob" || ev.Decision != engine.DecisionApprove || !ev.At.Equal(at) {
+	if err != nil || !ok || ev.By != "bob" || ev.Decision != engine.VerdictApprove || !ev.At.Equal(at) {
 		t.Errorf("last decision = %+v, %v, %v", ev, ok, err)
 	}
 	// The new owner appends; the old one cannot.
@@ -376,9 +376,9 @@ func TestClaimRunConcurrentDecisionsOneWins(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			by := fmt.Sprintf("user%d", i)
-			dec := engine.DecisionApprove
+			dec := engine.VerdictApprove
 			if i%2 == 1 {
-				dec = engine.DecisionDeny
+				dec = engine.VerdictDeny
 			}
 			_, err := db.ClaimRun(ctx, r.ID, decision(by, dec, t0.Add(time.Duration(i)*time.Millisecond), "d1"))
 			mu.Lock()
@@ -421,7 +421,7 @@ func TestClaimRunStaleDigestChangesNothing(t *testing.T) {
 	r := waitingRun(t, db, "d2", []byte("{}"))
 	before := allEvents(t, db, r.ID)
 
-	_, err := db.ClaimRun(ctx, r.ID, decision("bob", engine.DecisionApprove, t0.Add(time.Hour), "d1"))
+	_, err := db.ClaimRun(ctx, r.ID, decision("bob", engine.VerdictApprove, t0.Add(time.Hour), "d1"))
 	if !errors.Is(err, engine.ErrStaleTurn) {
 		t.Fatalf("err = %v, want ErrStaleTurn", err)
 	}
@@ -440,7 +440,7 @@ func TestClaimRunLosers(t *testing.T) {
 	// A run decided, resumed, suspended on a new turn: a decision on the old
 	// turn names the one that won it; a turn never decided is stale.
 	moved := waitingRun(t, db, "d1", []byte("{}"))
-	if _, err := db.ClaimRun(ctx, moved.ID, decision("bob", engine.DecisionApprove, t0, "d1")); err != nil {
+	if _, err := db.ClaimRun(ctx, moved.ID, decision("bob", engine.VerdictApprove, t0, "d1")); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.SuspendRun(ctx, moved.ID, "w2", []byte("{}"), "d2", engine.Event{Kind: engine.EventSuspended}, t0); err != nil {
@@ -448,7 +448,7 @@ func TestClaimRunLosers(t *testing.T) {
 	}
 	// A run denied and ended at once: the decision still names its turn.
 	ended := waitingRun(t, db, "d1", []byte("{}"))
-	if _, err := db.ClaimRun(ctx, ended.ID, decision("bob", engine.DecisionDeny, t0, "d1")); err != nil {
+	if _, err := db.ClaimRun(ctx, ended.ID, decision("bob", engine.VerdictDeny, t0, "d1")); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.FinishRun(ctx, ended.ID, "w2", engine.Finish{Status: engine.StatusCompleted, Now: t0}); err != nil {
@@ -471,7 +471,7 @@ func TestClaimRunLosers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := db.ClaimRun(ctx, tt.id, decision("carol", engine.DecisionApprove, t0, tt.digest))
+			_, err := db.ClaimRun(ctx, tt.id, decision("carol", engine.VerdictApprove, t0, tt.digest))
 			if !errors.Is(err, tt.want) {
 				t.Errorf("err = %v, want %v", err, tt.want)
 			}
@@ -479,29 +479,29 @@ func TestClaimRunLosers(t *testing.T) {
 	}
 	t.Run("running after a decision", func(t *testing.T) {
 		r := waitingRun(t, db, "d1", []byte("{}"))
-		if _, err := db.ClaimRun(ctx, r.ID, decision("bob", engine.DecisionApprove, t0, "d1")); err != nil {
+		if _, err := db.ClaimRun(ctx, r.ID, decision("bob", engine.VerdictApprove, t0, "d1")); err != nil {
 			t.Fatal(err)
 		}
 		// The runtime asks with a digest no turn has to learn why.
 		for _, digest := range []string{"d1", "-"} {
-			_, err := db.ClaimRun(ctx, r.ID, decision("carol", engine.DecisionDeny, t0, digest))
+			_, err := db.ClaimRun(ctx, r.ID, decision("carol", engine.VerdictDeny, t0, digest))
 			var de *engine.DecidedError
-			if !errors.As(err, &de) || de.By != "bob" || de.Dec != engine.DecisionApprove || !de.At.Equal(t0) {
+			if !errors.As(err, &de) || de.By != "bob" || de.Dec != engine.VerdictApprove || !de.At.Equal(t0) {
 				t.Errorf("digest %s: err = %v, want DecidedError by bob", digest, err)
 			}
 		}
 	})
 	t.Run("waiting on a newer turn after a decision on this one", func(t *testing.T) {
-		_, err := db.ClaimRun(ctx, moved.ID, decision("carol", engine.DecisionDeny, t0, "d1"))
+		_, err := db.ClaimRun(ctx, moved.ID, decision("carol", engine.VerdictDeny, t0, "d1"))
 		var de *engine.DecidedError
-		if !errors.As(err, &de) || de.By != "bob" || de.Dec != engine.DecisionApprove {
+		if !errors.As(err, &de) || de.By != "bob" || de.Dec != engine.VerdictApprove {
 			t.Errorf("err = %v, want DecidedError by bob", err)
 		}
 	})
 	t.Run("ended after its decision", func(t *testing.T) {
-		_, err := db.ClaimRun(ctx, ended.ID, decision("carol", engine.DecisionApprove, t0, "d1"))
+		_, err := db.ClaimRun(ctx, ended.ID, decision("carol", engine.VerdictApprove, t0, "d1"))
 		var de *engine.DecidedError
-		if !errors.As(err, &de) || de.By != "bob" || de.Dec != engine.DecisionDeny {
+		if !errors.As(err, &de) || de.By != "bob" || de.Dec != engine.VerdictDeny {
 			t.Errorf("err = %v, want DecidedError by bob", err)
 		}
 	})
@@ -511,7 +511,7 @@ func TestReleaseRun(t *testing.T) {
 	ctx := context.Background()
 	db := newTestDB(t)
 	r := waitingRun(t, db, "d1", []byte("state"))
-	if _, err := db.ClaimRun(ctx, r.ID, decision("bob", engine.DecisionApprove, t0, "d1")); err != nil {
+	if _, err := db.ClaimRun(ctx, r.ID, decision("bob", engine.VerdictApprove, t0, "d1")); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.ReleaseRun(ctx, r.ID, "w1", engine.Event{Kind: engine.EventFailed}, t0); !errors.Is(err, engine.ErrLeaseLost) {
@@ -525,7 +525,7 @@ func TestReleaseRun(t *testing.T) {
 		t.Fatalf("released run = %+v", got)
 	}
 	// The same turn can be decided again.
-	if s, err := db.ClaimRun(ctx, r.ID, decision("carol", engine.DecisionApprove, t0, "d1")); err != nil || string(s) != "state" {
+	if s, err := db.ClaimRun(ctx, r.ID, decision("carol", engine.VerdictApprove, t0, "d1")); err != nil || string(s) != "state" {
 		t.Fatalf("claim after release = %q, %v", s, err)
 	}
 	if k := kinds(allEvents(t, db, r.ID)); k != "prompt,suspended,decision,failed,decision" {
@@ -545,7 +545,7 @@ func TestFinishRun(t *testing.T) {
 	ctx := context.Background()
 	db := newTestDB(t)
 	r := waitingRun(t, db, "d1", []byte("state"))
-	if _, err := db.ClaimRun(ctx, r.ID, decision("bob", engine.DecisionApprove, t0, "d1")); err != nil {
+	if _, err := db.ClaimRun(ctx, r.ID, decision("bob", engine.VerdictApprove, t0, "d1")); err != nil {
 		t.Fatal(err)
 	}
 	end := t0.Add(time.Hour)
@@ -658,7 +658,7 @@ func TestRequestCancel(t *testing.T) {
 		if got := mustRun(t, db, r.ID); !got.CancelRequested || got.Status != engine.StatusWaiting {
 			t.Fatalf("suspended run = %+v", got)
 		}
-		if _, err := db.ClaimRun(ctx, r.ID, decision("bob", engine.DecisionApprove, at, "d1")); err != nil {
+		if _, err := db.ClaimRun(ctx, r.ID, decision("bob", engine.VerdictApprove, at, "d1")); err != nil {
 			t.Fatal(err)
 		}
 		if _, cancel, err := db.AppendEvent(ctx, r.ID, "w2", engine.Event{Kind: engine.EventToolStarted}, at.Add(lease)); err != nil || !cancel {

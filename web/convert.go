@@ -58,7 +58,7 @@ func step(re engine.RecordedEvent) views.Step {
 	ev := re.Event
 	s := views.Step{Seq: re.Seq, Kind: string(ev.Kind), At: stamp(ev.At), Text: ev.Text,
 		IsError: ev.IsError, Outcome: string(ev.Outcome), Write: ev.Write, Result: prettyJSON(ev.Result),
-		Decision: ev.Decision, By: ev.By, Reason: ev.Reason, Termination: string(ev.Termination), Error: ev.Error}
+		Decision: string(ev.Decision), By: ev.By, Reason: ev.Reason, Termination: string(ev.Termination), Error: ev.Error}
 	if ev.DurationMS > 0 {
 		s.Duration = humanDuration(time.Duration(ev.DurationMS) * time.Millisecond)
 	}

@@ -225,9 +225,9 @@ func decidedSentence(d *engine.DecidedError) string {
 	}
 	verb := "Decided"
 	switch d.Dec {
-	case engine.DecisionApprove:
+	case engine.VerdictApprove:
 		verb = "Approved"
-	case engine.DecisionDeny:
+	case engine.VerdictDeny:
 		verb = "Denied"
 	}
 	return verb + " by " + d.By + " at " + views.HumanTime(d.At) + "."

@@ -19,10 +19,11 @@ import (
 func (s *server) toolResume(c echo.Context) error {
 	ctx := c.Request().Context()
 	u, _ := currentUser(c)
-	runID, digest, decision, reason := c.FormValue("run_id"), c.FormValue("digest"), c.FormValue("decision"), c.FormValue("reason")
+	runID, digest, reason := c.FormValue("run_id"), c.FormValue("digest"), c.FormValue("reason")
 
-	if decision != engine.DecisionApprove && decision != engine.DecisionDeny {
-		return s.resumeRefused(c, runID, newHTTPError(http.StatusUnprocessableEntity, "Check your input", "The decision must be approve or deny."))
+	verdict, err := engine.ParseVerdict(c.FormValue("decision"))
+	if err != nil {
+		return s.resumeRefused(c, runID, err)
 	}
 	if !utf8.ValidString(reason) || utf8.RuneCountInString(reason) > engine.MaxReasonRunes {
 		return s.resumeRefused(c, runID, newHTTPError(http.StatusUnprocessableEntity, "Check your input", "The reason must be text of at most 2,000 characters."))
@@ -31,15 +32,15 @@ func (s *server) toolResume(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	err = s.rt.Decide(ctx, run.ID, engine.Decision{Approve: decision == engine.DecisionApprove, Digest: digest, By: u.Name, Reason: reason})
+	err = s.rt.Decide(ctx, run.ID, engine.Decision{Verdict: verdict, Digest: digest, By: u.Name, Reason: reason})
 	if err != nil {
-		s.log.Info("decision refused", "run", run.ID, "by", u.Name, "decision", decision, "err", err)
+		s.log.Info("decision refused", "run", run.ID, "by", u.Name, "decision", verdict, "err", err)
 		return s.resumeRefused(c, run.ID, err)
 	}
-	s.log.Info("decision", "run", run.ID, "by", u.Name, "decision", decision)
+	s.log.Info("decision", "run", run.ID, "by", u.Name, "decision", verdict)
 
 	text := "Approved. The run carries on."
-	if decision == engine.DecisionDeny {
+	if verdict == engine.VerdictDeny {
 		text = "Denied. The agent has been told not to retry."
 	}
 	if isHTMX(c) {

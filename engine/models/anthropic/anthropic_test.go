@@ -92,7 +92,7 @@ func TestApproveAndContinue(t *testing.T) {
 	}
 
 	l := providertest.NewLoop(newModel(t, config(srv)), j, nil)
-	res, err := l.Resume(context.Background(), state, engine.Decision{Approve: true, Digest: state.Digest(), By: "alice"})
+	res, err := l.Resume(context.Background(), state, engine.Decision{Verdict: engine.VerdictApprove, Digest: state.Digest(), By: "alice"})
 	if err != nil {
 		t.Fatalf("Resume: %v", err)
 	}
@@ -155,7 +155,7 @@ func TestApproveSeveralCalls(t *testing.T) {
 	l := providertest.NewLoop(newModel(t, config(srv)), j, nil)
 	const prompt = "Publish about and faq."
 	state := providertest.Suspend(t, l, prompt)
-	if _, err := l.Resume(context.Background(), state, engine.Decision{Approve: true, Digest: state.Digest()}); err != nil {
+	if _, err := l.Resume(context.Background(), state, engine.Decision{Verdict: engine.VerdictApprove, Digest: state.Digest()}); err != nil {
 		t.Fatalf("Resume: %v", err)
 	}
 	if got, want := j.List(), []string{"publish_page about", "count_words about", "publish_page faq"}; !reflect.DeepEqual(got, want) {

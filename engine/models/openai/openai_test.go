@@ -77,7 +77,7 @@ func TestApproveAndContinue(t *testing.T) {
 	}
 
 	l := providertest.NewLoop(newModel(t, config(srv)), j, nil)
-	res, err := l.Resume(context.Background(), state, engine.Decision{Approve: true, Digest: state.Digest(), By: "alice"})
+	res, err := l.Resume(context.Background(), state, engine.Decision{Verdict: engine.VerdictApprove, Digest: state.Digest(), By: "alice"})
 	if err != nil {
 		t.Fatalf("Resume: %v", err)
 	}
@@ -156,7 +156,7 @@ func TestApproveSeveralCalls(t *testing.T) {
 	j := &providertest.Journal{}
 	l := providertest.NewLoop(newModel(t, config(srv)), j, nil)
 	state := providertest.Suspend(t, l, "Publish about and faq.")
-	if _, err := l.Resume(context.Background(), state, engine.Decision{Approve: true, Digest: state.Digest()}); err != nil {
+	if _, err := l.Resume(context.Background(), state, engine.Decision{Verdict: engine.VerdictApprove, Digest: state.Digest()}); err != nil {
 		t.Fatalf("Resume: %v", err)
 	}
 	if got, want := j.List(), []string{"publish_page about", "count_words about", "publish_page faq"}; !reflect.DeepEqual(got, want) {

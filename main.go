@@ -503,8 +503,8 @@ type describedModel interface {
 // key, or a base URL for a local server). An entry without it is left out
 // with a warning; keys are never logged. Runs store the entry's name as
 // their model, so a run resumed after a restart continues on the same one.
-func buildModels(entries []modelEntry, getenv func(string) string, log *slog.Logger) ([]web.ModelOption, map[string]engine.Model, error) {
-	options := []web.ModelOption{{Name: demo.Name, Description: demo.Description}}
+func buildModels(entries []modelEntry, getenv func(string) string, log *slog.Logger) ([]web.OfferedModel, map[string]engine.Model, error) {
+	options := []web.OfferedModel{{Name: demo.Name, Description: demo.Description}}
 	byName := map[string]engine.Model{demo.Name: demo.New()}
 	for _, e := range entries {
 		name := e.name()
@@ -524,7 +524,7 @@ func buildModels(entries []modelEntry, getenv func(string) string, log *slog.Log
 			desc += " (" + s + ")"
 		}
 		byName[name] = m
-		options = append(options, web.ModelOption{Name: name, Description: desc})
+		options = append(options, web.OfferedModel{Name: name, Description: desc})
 	}
 	return options, byName, nil
 }

@@ -217,7 +217,7 @@ func TestModelEntriesOffered(t *testing.T) {
 			var names []string
 			cfg, err := loadConfig(getenv)
 			if err == nil {
-				var options []web.ModelOption
+				var options []web.OfferedModel
 				options, _, err = buildModels(cfg.models, getenv, slog.New(slog.NewTextHandler(&logs, nil)))
 				for _, o := range options {
 					names = append(names, o.Name)

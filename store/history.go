@@ -30,8 +30,8 @@ type RunFilter struct {
 	Limit int
 }
 
-// RunPage is one page of the history list, newest first.
-type RunPage struct {
+// RunList is one page of the history list, newest first.
+type RunList struct {
 	Runs []engine.Run
 	// Next is the cursor of the following page, or empty on the last.
 	Next string
@@ -47,19 +47,19 @@ const (
 // keyed on (created_at, id), so runs created while a person pages through
 // neither shift nor repeat the pages that follow. A cursor not made by
 // ListRuns fails with ErrBadCursor.
-func (db *DB) ListRuns(ctx context.Context, f RunFilter) (RunPage, error) {
+func (db *DB) ListRuns(ctx context.Context, f RunFilter) (RunList, error) {
 	where, args, err := f.where(true)
 	if err != nil {
-		return RunPage{}, fmt.Errorf("list runs: %w", err)
+		return RunList{}, fmt.Errorf("list runs: %w", err)
 	}
 	limit := clampLimit(f.Limit, DefaultRunLimit, MaxRunLimit)
 	q := `SELECT ` + runColumns + ` FROM agent_run` + where +
 		` ORDER BY created_at DESC, id DESC LIMIT ?`
 	var rows []runRow
 	if err := db.db.SelectContext(ctx, &rows, q, append(args, limit+1)...); err != nil {
-		return RunPage{}, fmt.Errorf("list runs: %w", err)
+		return RunList{}, fmt.Errorf("list runs: %w", err)
 	}
-	var page RunPage
+	var page RunList
 	if len(rows) > limit {
 		rows = rows[:limit]
 		last := rows[limit-1]

@@ -13,16 +13,3 @@ func (s *server) healthz(c echo.Context) error {
 	}
 	return c.String(http.StatusOK, "ok\n")
 }
-
-// home sends people where they can act: operators to the playground, viewers
-// to the history, visitors to sign in.
-func (s *server) home(c echo.Context) error {
-	switch {
-	case hasRole(c, "operator"):
-		return c.Redirect(http.StatusSeeOther, "/runs/new")
-	case hasRole(c, "viewer"):
-		return c.Redirect(http.StatusSeeOther, "/runs")
-	default:
-		return c.Redirect(http.StatusSeeOther, "/login")
-	}
-}

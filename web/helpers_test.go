@@ -141,7 +141,7 @@ func newTestApp(t testing.TB, opts ...appOption) *testApp {
 	}
 	handler, err := web.New(web.Config{
 		Store: db, Runtime: rt, Agents: agents,
-		Models:     []web.ModelOption{{Name: demo.Name, Description: demo.Description}},
+		Models:     []web.OfferedModel{{Name: demo.Name, Description: demo.Description}},
 		Assets:     assets,
 		SessionKey: []byte("0123456789abcdef0123456789abcdef-test-session-key"),
 		FourEyes:   o.fourEyes, Logger: log,

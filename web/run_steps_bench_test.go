@@ -106,7 +106,7 @@ func newBenchApp(b *testing.B) *benchApp {
 		b.Fatal(err)
 	}
 	h, err := web.New(web.Config{Store: db, Runtime: rt, Agents: agents, Assets: assets, Logger: log,
-		Models:     []web.ModelOption{{Name: demo.Name, Description: demo.Description}},
+		Models:     []web.OfferedModel{{Name: demo.Name, Description: demo.Description}},
 		SessionKey: []byte("bench-session-key-0123456789abcdef0123456789")})
 	if err != nil {
 		b.Fatal(err)

@@ -53,7 +53,7 @@ func (a *testApp) serveWith(change func(*web.Config)) *testApp {
 	}
 	cfg := web.Config{
 		Store: a.db, Runtime: a.rt, Agents: a.agents,
-		Models:     []web.ModelOption{{Name: demo.Name, Description: demo.Description}},
+		Models:     []web.OfferedModel{{Name: demo.Name, Description: demo.Description}},
 		Assets:     assets,
 		SessionKey: []byte("0123456789abcdef0123456789abcdef-test-session-key"),
 		Logger:     slog.New(slog.NewTextHandler(a.log, &slog.HandlerOptions{Level: slog.LevelDebug})),

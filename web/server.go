@@ -24,8 +24,9 @@ import (
 // MaxBodyBytes bounds a request body; larger ones are refused with 413.
 const MaxBodyBytes = 64 << 10
 
-// ModelOption is a model the playground offers.
-type ModelOption struct {
+// OfferedModel is a model the playground offers: its entry name and what the
+// picker says of it.
+type OfferedModel struct {
 	Name, Description string
 }
 
@@ -35,7 +36,7 @@ type Config struct {
 	Store      *store.DB
 	Runtime    *engine.Runtime
 	Agents     []engine.Agent
-	Models     []ModelOption
+	Models     []OfferedModel
 	Assets     *static.Assets
 	SessionKey []byte
 	// FourEyes requires a second approver for every agent, as the runtime does.

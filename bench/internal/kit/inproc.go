@@ -109,7 +109,7 @@ func App(db *store.DB) (http.Handler, *engine.Runtime, error) {
 		return nil, nil, err
 	}
 	h, err := web.New(web.Config{Store: db, Runtime: rt, Agents: agents, Assets: assets, Logger: log,
-		Models:     []web.ModelOption{{Name: demo.Name, Description: demo.Description}},
+		Models:     []web.OfferedModel{{Name: demo.Name, Description: demo.Description}},
 		SessionKey: []byte("bench-session-key-0123456789abcdef0123456789")})
 	if err != nil {
 		return nil, nil, err

@@ -241,7 +241,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, log *slo
 
 	handler, err := web.New(web.Config{
 		Store: db, Runtime: rt, Agents: agents, Models: models, Assets: assets,
-		SessionKey: key, FourEyes: cfg.fourEyes, Logger: log,
+		SessionKey: key, Logger: log,
 	})
 	if err != nil {
 		return err

@@ -47,11 +47,10 @@ func (r *Runtime) Decide(ctx context.Context, runID string, d Decision) error {
 	if d.Digest != sus.Digest {
 		return r.staleErr(ctx, runID, d)
 	}
-	agent, ok := r.agents[run.Agent]
-	if !ok {
+	if _, ok := r.agents[run.Agent]; !ok {
 		return fmt.Errorf("decide run %s: %w %q", runID, ErrUnknownAgent, run.Agent)
 	}
-	if d.Verdict.Approves() && (agent.SecondApprover || r.cfg.FourEyes) && d.By == run.InitiatedBy {
+	if d.Verdict.Approves() && !r.MayApprove(run, d.By) {
 		return fmt.Errorf("decide run %s: %w", runID, ErrSelfApproval)
 	}
 	if _, err := r.cfg.Models(run.Model); err != nil {

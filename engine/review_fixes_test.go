@@ -159,8 +159,8 @@ func (h *hookStore) SuspendedState(ctx context.Context, id string) (engine.Suspe
 	return h.DB.SuspendedState(ctx, id)
 }
 
-func (h *hookStore) SuspendRun(ctx context.Context, id, owner string, state []byte, digest string, ev engine.Event, now time.Time) error {
-	err := h.DB.SuspendRun(ctx, id, owner, state, digest, ev, now)
+func (h *hookStore) SuspendRun(ctx context.Context, id, owner string, s engine.Suspend) error {
+	err := h.DB.SuspendRun(ctx, id, owner, s)
 	if f := h.take(&h.afterSusp); f != nil && err == nil {
 		f()
 	}
@@ -377,8 +377,8 @@ func TestRecoveredApprovalOfAWithdrawnToolIsNotPermitted(t *testing.T) {
 		t.Fatal(err)
 	}
 	dg := state.Digest()
-	if err := e.db.SuspendRun(ctx, run.ID, "dead", blob, dg, engine.Event{Kind: engine.EventSuspended, Digest: dg,
-		Pending: state.Pending, Offered: state.OfferedTools}, past); err != nil {
+	if err := e.db.SuspendRun(ctx, run.ID, "dead", engine.Suspend{Suspension: engine.Suspension{State: blob, Digest: dg}, Event: engine.Event{Kind: engine.EventSuspended, Digest: dg,
+		Pending: state.Pending, Offered: state.OfferedTools}, Now: past}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.db.ClaimRun(ctx, run.ID, engine.Claim{Digest: dg, Owner: "dead2", LeaseUntil: past.Add(time.Second), Now: past,

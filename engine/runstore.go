@@ -102,6 +102,13 @@ func (s Suspension) Decode() (*SuspendedState, error) {
 	return st, nil
 }
 
+// Suspend is a run's move to waiting for approval.
+type Suspend struct {
+	Suspension       // the encoded state and the digest of the pending turn
+	Event      Event // the suspended event, appended in the same transaction
+	Now        time.Time
+}
+
 // Claim is a decision's atomic take-over of a waiting run.
 type Claim struct {
 	Digest     string // must equal the run's pending digest
@@ -111,55 +118,66 @@ type Claim struct {
 	Now        time.Time
 }
 
-// RunStore persists durable runs and their events. Every status transition is
-// one conditional update that changes exactly one row or fails with a typed
-// error: ErrRunNotFound, *DecidedError, ErrStaleTurn, ErrRunTerminal or
-// ErrLeaseLost.
+// RunStore persists durable runs and their events. This interface is the
+// contract; an implementation documents only how it keeps it. Every status
+// transition is one conditional update that changes exactly one row or
+// fails with a typed error, and writes the transition's event in the same
+// transaction (see EventKind.Transition). An unknown run is ErrRunNotFound
+// everywhere. "Held by owner" means status running and claimed by owner; a
+// method that needs it fails with ErrLeaseLost otherwise, which also
+// matches ErrRunTerminal when the run has ended.
 type RunStore interface {
 	// CreateRun stores a queued run and its prompt event (seq 1).
 	CreateRun(ctx context.Context, r NewRun, prompt Event, now time.Time) (Run, error)
-	// Run returns one run or ErrRunNotFound.
+	// Run returns one run.
 	Run(ctx context.Context, id string) (Run, error)
 	// AcquireRun makes owner the worker of a queued run, or of a running run
 	// whose lease expired before now: status running, a fresh lease, attempts
-	// incremented. It fails with ErrLeaseLost when the run is in neither state.
+	// incremented. It fails with ErrLeaseLost when the run is in neither
+	// state (held by a live lease, waiting or ended).
 	AcquireRun(ctx context.Context, id, owner string, now, leaseUntil time.Time) (Run, error)
-	// AppendEvent appends ev while owner holds the run (status running,
-	// claimed by owner) and renews the lease; a model turn also adds to the
-	// run's counters, so a running or waiting run shows its totals so far. It returns the new seq and
-	// whether a cancel was requested; ErrLeaseLost when owner no longer
-	// holds the run.
+	// AppendEvent appends ev while owner holds the run and renews the lease;
+	// a model turn also adds to the run's counters, so a running or waiting
+	// run shows its totals so far. It returns the new seq (contiguous from 1
+	// per run) and whether a cancel was requested.
 	AppendEvent(ctx context.Context, id, owner string, ev Event, leaseUntil time.Time) (seq int64, cancelRequested bool, err error)
-	// RenewLease sets the lease of a run owner holds (status running, claimed
-	// by owner) to until, and reports whether a cancel was requested;
-	// ErrLeaseLost when owner no longer holds the run. A lease renewed to now
-	// expires it at once (used at shutdown so the next start carries on).
+	// RenewLease sets the lease of a run owner holds to until and reports
+	// whether a cancel was requested. A lease renewed to now expires at once
+	// (used at shutdown so the next start carries the run on).
 	RenewLease(ctx context.Context, id, owner string, until time.Time) (cancelRequested bool, err error)
-	// SuspendRun moves running -> waiting_for_approval for owner, stores the
-	// encoded state and its digest, drops the lease and appends ev.
-	SuspendRun(ctx context.Context, id, owner string, state []byte, digest string, ev Event, now time.Time) error
-	// SuspendedState returns the stored state of a waiting run (or of a
-	// claimed run that still holds it) with the digest of the turn the run
-	// waits on, read together; ErrRunNotFound, ErrRunTerminal, or
+	// SuspendRun moves a run owner holds to waiting_for_approval, stores the
+	// encoded state and its digest, drops the lease and appends s.Event.
+	SuspendRun(ctx context.Context, id, owner string, s Suspend) error
+	// SuspendedState returns the stored state of a waiting run with the
+	// digest of the turn it waits on, read together. The state stays stored
+	// while a claimed run resumes, until it suspends again or ends, so a
+	// running run may return one too. It fails with ErrRunTerminal, or
 	// ErrNotWaiting when no state is stored.
 	SuspendedState(ctx context.Context, id string) (Suspension, error)
-	// ClaimRun moves waiting_for_approval -> running when the digest matches,
-	// sets owner and lease, appends the decision event, and returns the
-	// stored state. Losers get *DecidedError, ErrStaleTurn or ErrRunTerminal.
+	// ClaimRun moves waiting_for_approval -> running for c.Owner when the
+	// run waits on c.Digest, sets the lease, appends c.Event (the decision)
+	// and returns the stored state, which stays stored. Losers get a
+	// *DecidedError naming the decision on c.Digest whenever there is one
+	// (whatever happened to the run since); else ErrRunTerminal, ErrStaleTurn
+	// (it waits on another turn), *DecidedError naming the latest decision
+	// (running after a decision) or ErrNotWaiting.
 	ClaimRun(ctx context.Context, id string, c Claim) ([]byte, error)
-	// ReleaseRun hands a claimed run back: running -> waiting_for_approval,
-	// with its state untouched, appending ev (why it was handed back).
+	// ReleaseRun hands a claimed run back: running -> waiting_for_approval
+	// for owner, with its state and digest untouched, appending ev (the
+	// released event, saying why). A held run with no state to wait on is
+	// ErrNotWaiting.
 	ReleaseRun(ctx context.Context, id, owner string, ev Event, now time.Time) error
-	// FinishRun moves a non-terminal run to a terminal status, writes the
-	// totals (or keeps the stored ones when f.Totals is nil), clears state
-	// and lease and appends f.Event with the final totals. An owner of "" may
-	// finish a run that no worker holds (queued or waiting); otherwise the
-	// run must be running and held by owner. A terminal run is never
+	// FinishRun moves a non-terminal run to the terminal f.Status, writes
+	// f.Totals (nil keeps the stored counters), clears state, digest and
+	// lease and appends f.Event, whose nil Totals are filled with the final
+	// counters. With an owner the run must be held by owner; with "" it
+	// must be queued or waiting (else ErrLeaseLost). A terminal run is never
 	// finished again: ErrRunTerminal.
 	FinishRun(ctx context.Context, id, owner string, f Finish) error
-	// RequestCancel cancels a queued or waiting run at once (appending ev)
-	// and returns cancelled=true; for a running run it sets the cancel flag
-	// that the worker sees at its next step and returns cancelled=false.
+	// RequestCancel cancels a queued or waiting run at once, appending ev
+	// (its nil Totals filled like FinishRun's), and returns cancelled=true;
+	// for a running run it sets the cancel flag that the worker sees at its
+	// next step and returns false. A terminal run is ErrRunTerminal.
 	RequestCancel(ctx context.Context, id string, ev Event, now time.Time) (cancelled bool, err error)
 	// LastDecision returns the latest decision event of a run and true, or
 	// false when it has none.
@@ -170,11 +188,13 @@ type RunStore interface {
 	// NextLeaseExpiry returns the earliest lease expiry of the running runs
 	// and true, or false when no run holds a lease.
 	NextLeaseExpiry(ctx context.Context) (time.Time, bool, error)
-	// ExpiredRuns lists running runs whose lease expired before now.
+	// ExpiredRuns lists up to limit running runs whose lease expired before
+	// now, the longest expired first.
 	ExpiredRuns(ctx context.Context, now time.Time, limit int) ([]Run, error)
-	// QueuedRuns lists queued runs, oldest first.
+	// QueuedRuns lists up to limit queued runs, oldest first.
 	QueuedRuns(ctx context.Context, limit int) ([]Run, error)
-	// Events returns up to limit events with seq > after, in order.
+	// Events returns up to limit events with seq > after, in order; a limit
+	// of zero or less means all.
 	Events(ctx context.Context, id string, after int64, limit int) ([]RecordedEvent, error)
 }
 

@@ -145,6 +145,20 @@ func (r *Runtime) Agent(name string) (Agent, bool) {
 	return a, ok
 }
 
+// NeedsSecondApprover reports whether runs of the agent need someone other
+// than their initiator to approve (four-eyes): the agent says so, or the
+// runtime requires it of every agent.
+func (r *Runtime) NeedsSecondApprover(agent string) bool {
+	a, ok := r.agents[agent]
+	return r.cfg.FourEyes || (ok && a.SecondApprover)
+}
+
+// MayApprove reports whether user may approve calls of run: anyone but the
+// initiator of a run that needs a second approver. Anyone may deny.
+func (r *Runtime) MayApprove(run Run, user string) bool {
+	return !(r.NeedsSecondApprover(run.Agent) && user == run.InitiatedBy)
+}
+
 // Start launches the workers and the reaper. The reaper runs once at once,
 // so queued runs and runs whose worker died are picked up after a restart.
 func (r *Runtime) Start() {

@@ -204,11 +204,11 @@ func (s *cycleStore) RenewLease(ctx context.Context, id, owner string, until tim
 	return cancel, s.write(start, err)
 }
 
-func (s *cycleStore) SuspendRun(ctx context.Context, id, owner string, state []byte, digest string, ev engine.Event, now time.Time) error {
-	err := s.write(time.Now(), s.DB.SuspendRun(ctx, id, owner, state, digest, ev, now))
+func (s *cycleStore) SuspendRun(ctx context.Context, id, owner string, sus engine.Suspend) error {
+	err := s.write(time.Now(), s.DB.SuspendRun(ctx, id, owner, sus))
 	if err == nil {
 		s.suspends.Add(1)
-		s.onSuspend(id, digest)
+		s.onSuspend(id, sus.Digest)
 	}
 	return err
 }

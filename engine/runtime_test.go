@@ -435,7 +435,7 @@ func TestReaper(t *testing.T) {
 			t.Fatal(err)
 		}
 		dg := engine.TurnDigest(state.Pending)
-		if err := e.db.SuspendRun(ctx, id, "dead", blob, dg, engine.Event{Kind: engine.EventSuspended, Digest: dg}, past); err != nil {
+		if err := e.db.SuspendRun(ctx, id, "dead", engine.Suspend{Suspension: engine.Suspension{State: blob, Digest: dg}, Event: engine.Event{Kind: engine.EventSuspended, Digest: dg}, Now: past}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := e.db.ClaimRun(ctx, id, engine.Claim{Digest: dg, Owner: "dead2", LeaseUntil: past.Add(time.Second), Now: past,
@@ -519,7 +519,7 @@ func TestSuspendFailureFailsTheRunClearly(t *testing.T) {
 // is stored: fault injection, not a mock of the store's behaviour.
 type failingSuspend struct{ *store.DB }
 
-func (f *failingSuspend) SuspendRun(context.Context, string, string, []byte, string, engine.Event, time.Time) error {
+func (f *failingSuspend) SuspendRun(context.Context, string, string, engine.Suspend) error {
 	return errors.New("disk I/O error")
 }
 

@@ -213,7 +213,7 @@ func (r *Runtime) suspend(rec *durableRecorder, st *SuspendedState) {
 	}
 	blob, err := EncodeState(st)
 	if err == nil {
-		err = r.cfg.Store.SuspendRun(context.Background(), rec.runID, rec.owner, blob, st.Digest(), ev, now)
+		err = r.cfg.Store.SuspendRun(context.Background(), rec.runID, rec.owner, Suspend{Suspension: Suspension{State: blob, Digest: st.Digest()}, Event: ev, Now: now})
 		if err == nil {
 			r.cancelIfRequested(rec.runID)
 			return

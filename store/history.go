@@ -214,8 +214,7 @@ func (db *DB) CountWaitingUpTo(ctx context.Context, max int) (int, error) {
 	return n, nil
 }
 
-// LastDecision returns the latest decision event of a run and true, or false
-// when the run has none. An unknown run is engine.ErrRunNotFound.
+// LastDecision implements engine.RunStore.
 func (db *DB) LastDecision(ctx context.Context, runID string) (engine.Event, bool, error) {
 	ev, ok, err := lastDecision(ctx, db.db, runID)
 	if err != nil {
@@ -229,8 +228,7 @@ func (db *DB) LastDecision(ctx context.Context, runID string) (engine.Event, boo
 	return ev, ok, nil
 }
 
-// DecisionOn returns the latest decision event of a run on the turn with that
-// digest and true, or false when that turn was not decided.
+// DecisionOn implements engine.RunStore.
 func (db *DB) DecisionOn(ctx context.Context, runID, digest string) (engine.Event, bool, error) {
 	ev, ok, err := decisionOn(ctx, db.db, runID, digest)
 	if err != nil {
@@ -239,8 +237,8 @@ func (db *DB) DecisionOn(ctx context.Context, runID, digest string) (engine.Even
 	return ev, ok, nil
 }
 
-// NextLeaseExpiry returns the earliest lease expiry of the running runs and
-// true, or false when no run holds a lease; the reaper sleeps until then.
+// NextLeaseExpiry implements engine.RunStore. It reads the partial lease
+// index.
 func (db *DB) NextLeaseExpiry(ctx context.Context) (time.Time, bool, error) {
 	const q = `SELECT MIN(lease_expires_at) FROM agent_run INDEXED BY agent_run_lease
 		WHERE status = 'running' AND lease_expires_at IS NOT NULL`

@@ -21,7 +21,7 @@ func TestBoundedCounts(t *testing.T) {
 			if _, err := db.AcquireRun(ctx, run.ID, "w", now, now.Add(time.Minute)); err != nil {
 				t.Fatal(err)
 			}
-			if err := db.SuspendRun(ctx, run.ID, "w", []byte("{}"), "d", engine.Event{Kind: engine.EventSuspended}, now); err != nil {
+			if err := db.SuspendRun(ctx, run.ID, "w", engine.Suspend{Suspension: engine.Suspension{State: []byte("{}"), Digest: "d"}, Event: engine.Event{Kind: engine.EventSuspended}, Now: now}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -187,7 +187,7 @@ func TestCountsAndInbox(t *testing.T) {
 		if _, err := db.AcquireRun(ctx, r.ID, "w1", t0, t0.Add(lease)); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.SuspendRun(ctx, r.ID, "w1", []byte("{}"), "d", engine.Event{Kind: engine.EventSuspended}, t0); err != nil {
+		if err := db.SuspendRun(ctx, r.ID, "w1", engine.Suspend{Suspension: engine.Suspension{State: []byte("{}"), Digest: "d"}, Event: engine.Event{Kind: engine.EventSuspended}, Now: t0}); err != nil {
 			t.Fatal(err)
 		}
 		waiting = append([]string{r.ID}, waiting...)

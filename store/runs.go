@@ -85,8 +85,7 @@ func runsOf(rows []runRow) []engine.Run {
 	return runs
 }
 
-// CreateRun stores a queued run and its prompt event as seq 1, in one
-// transaction. The id is a ULID stamped with now.
+// CreateRun implements engine.RunStore. The id is a ULID stamped with now.
 func (db *DB) CreateRun(ctx context.Context, r engine.NewRun, prompt engine.Event, now time.Time) (engine.Run, error) {
 	id, err := db.newID(now)
 	if err != nil {
@@ -110,7 +109,7 @@ func (db *DB) CreateRun(ctx context.Context, r engine.NewRun, prompt engine.Even
 	return row.run(), nil
 }
 
-// Run returns one run or an error wrapping engine.ErrRunNotFound.
+// Run implements engine.RunStore.
 func (db *DB) Run(ctx context.Context, id string) (engine.Run, error) {
 	const q = `SELECT ` + runColumns + ` FROM agent_run WHERE id = ?`
 	var row runRow
@@ -123,9 +122,7 @@ func (db *DB) Run(ctx context.Context, id string) (engine.Run, error) {
 	return row.run(), nil
 }
 
-// AcquireRun makes owner the worker of a queued run, or takes over a running
-// run whose lease expired before now. It fails with engine.ErrRunNotFound or
-// engine.ErrLeaseLost (the run is held by a live lease, waiting or ended).
+// AcquireRun implements engine.RunStore.
 func (db *DB) AcquireRun(ctx context.Context, id, owner string, now, leaseUntil time.Time) (engine.Run, error) {
 	const q = `UPDATE agent_run
 		SET status = 'running', claimed_by = ?, lease_expires_at = ?,
@@ -150,10 +147,9 @@ func (db *DB) AcquireRun(ctx context.Context, id, owner string, now, leaseUntil 
 	return row.run(), nil
 }
 
-// AppendEvent appends ev while owner holds the run and renews its lease; a
-// model turn also adds to the run's iteration and token counters. It returns the event's seq and whether a cancel was requested. It fails with
-// engine.ErrLeaseLost when owner no longer holds the run; an ended run also
-// matches engine.ErrRunTerminal.
+// AppendEvent implements engine.RunStore. The seq comes from the run row
+// (last_seq + 1 ... RETURNING), so seqs stay contiguous under concurrent
+// writers.
 func (db *DB) AppendEvent(ctx context.Context, id, owner string, ev engine.Event, leaseUntil time.Time) (int64, bool, error) {
 	const q = `UPDATE agent_run
 		SET last_seq = last_seq + 1, lease_expires_at = ?, updated_at = ?,
@@ -196,10 +192,7 @@ func (db *DB) AppendEvent(ctx context.Context, id, owner string, ev engine.Event
 	return res.Seq, res.CancelRequested, nil
 }
 
-// RenewLease sets the lease of a run owner holds to until and reports whether
-// a cancel was requested. A lease renewed to now expires at once, so the
-// next reaper takes the run. It fails with engine.ErrLeaseLost when owner no
-// longer holds the run; an ended run also matches engine.ErrRunTerminal.
+// RenewLease implements engine.RunStore.
 func (db *DB) RenewLease(ctx context.Context, id, owner string, until time.Time) (bool, error) {
 	const q = `UPDATE agent_run SET lease_expires_at = ?
 		WHERE id = ? AND status = 'running' AND claimed_by = ?
@@ -218,10 +211,8 @@ func (db *DB) RenewLease(ctx context.Context, id, owner string, until time.Time)
 	return cancel, nil
 }
 
-// SuspendRun moves a run owner holds to waiting_for_approval, storing the
-// encoded state and the digest of the pending turn, dropping the lease and
-// appending ev.
-func (db *DB) SuspendRun(ctx context.Context, id, owner string, state []byte, digest string, ev engine.Event, now time.Time) error {
+// SuspendRun implements engine.RunStore.
+func (db *DB) SuspendRun(ctx context.Context, id, owner string, s engine.Suspend) error {
 	const q = `UPDATE agent_run
 		SET status = 'waiting_for_approval', suspended_state = ?, pending_digest = ?,
 			claimed_by = '', lease_expires_at = NULL,
@@ -230,14 +221,14 @@ func (db *DB) SuspendRun(ctx context.Context, id, owner string, state []byte, di
 		RETURNING last_seq`
 	err := db.inTx(ctx, func(tx *sqlx.Tx) error {
 		var seq int64
-		err := tx.GetContext(ctx, &seq, q, state, digest, millis(now), id, owner)
+		err := tx.GetContext(ctx, &seq, q, s.State, s.Digest, millis(s.Now), id, owner)
 		if errors.Is(err, sql.ErrNoRows) {
 			return heldError(ctx, tx, id)
 		}
 		if err != nil {
 			return err
 		}
-		return insertEvent(ctx, tx, id, seq, ev, now)
+		return insertEvent(ctx, tx, id, seq, s.Event, s.Now)
 	})
 	if err != nil {
 		return fmt.Errorf("suspend run %s: %w", id, err)
@@ -245,12 +236,8 @@ func (db *DB) SuspendRun(ctx context.Context, id, owner string, state []byte, di
 	return nil
 }
 
-// SuspendedState returns the stored state of a waiting run with its pending
-// digest, read in one statement so the two always belong together. The state
-// stays stored while a claimed run resumes, until the run suspends again or
-// ends, so it is also returned for a running run that holds one (a worker
-// taking over a claimed run needs it). It fails with engine.ErrRunNotFound,
-// engine.ErrRunTerminal, or engine.ErrNotWaiting when no state is stored.
+// SuspendedState implements engine.RunStore. State and digest come from one
+// SELECT.
 func (db *DB) SuspendedState(ctx context.Context, id string) (engine.Suspension, error) {
 	const q = `SELECT status, suspended_state, pending_digest FROM agent_run WHERE id = ?`
 	var row struct {
@@ -274,17 +261,7 @@ func (db *DB) SuspendedState(ctx context.Context, id string) (engine.Suspension,
 	return engine.Suspension{State: row.State, Digest: row.Digest}, nil
 }
 
-// ClaimRun moves a waiting run whose pending digest equals c.Digest to
-// running for c.Owner, appends the decision event c.Event and returns the
-// stored state. Losers get an error matching engine.ErrRunNotFound,
-// engine.ErrRunTerminal, engine.ErrStaleTurn (the run waits on another
-// turn), *engine.DecidedError (the run is running after a decision, or
-// ended right after a decision on this very turn), filled from the run's
-// latest decision event, or engine.ErrNotWaiting (queued, or running and
-// never decided).
-//
-// The state and digest stay stored while the claimed run resumes, so that
-// ReleaseRun can hand it back and a worker taking over can resume it.
+// ClaimRun implements engine.RunStore.
 func (db *DB) ClaimRun(ctx context.Context, id string, c engine.Claim) ([]byte, error) {
 	const q = `UPDATE agent_run
 		SET status = 'running', claimed_by = ?, lease_expires_at = ?,
@@ -345,9 +322,7 @@ func claimError(ctx context.Context, tx *sqlx.Tx, id, digest string) error {
 	return engine.ErrNotWaiting
 }
 
-// ReleaseRun hands a claimed run back: running -> waiting_for_approval for
-// owner, with its state and digest untouched, appending ev. Only a run that
-// holds a suspended state can be handed back.
+// ReleaseRun implements engine.RunStore.
 func (db *DB) ReleaseRun(ctx context.Context, id, owner string, ev engine.Event, now time.Time) error {
 	const q = `UPDATE agent_run
 		SET status = 'waiting_for_approval', claimed_by = '', lease_expires_at = NULL,
@@ -394,13 +369,7 @@ func releaseError(ctx context.Context, tx *sqlx.Tx, id, owner string) error {
 	return engine.ErrLeaseLost
 }
 
-// FinishRun moves a non-terminal run to the terminal status f.Status, writes
-// the totals (nil f.Totals keeps the stored counters), clears state, digest
-// and lease, and appends f.Event, whose totals it fills with the run's final
-// counters when they are not set. With an owner the run must be running and
-// held by owner; with owner "" it must be queued or waiting. A terminal run
-// fails with engine.ErrRunTerminal, a run held by someone else with
-// engine.ErrLeaseLost.
+// FinishRun implements engine.RunStore.
 func (db *DB) FinishRun(ctx context.Context, id, owner string, f engine.Finish) error {
 	if !f.Status.Terminal() {
 		return fmt.Errorf("finish run %s: status %q is not terminal", id, f.Status)
@@ -470,12 +439,7 @@ func (c counterRow) totals() *engine.Totals {
 		PromptTokens: c.PromptTokens, CompletionTokens: c.CompletionTokens, TotalTokens: c.TotalTokens}}
 }
 
-// RequestCancel cancels a queued or waiting run at once, finishing it as
-// cancelled with ev, and returns true. For a running run it sets the cancel
-// flag that AppendEvent reports to the worker and returns false. A terminal
-// run fails with engine.ErrRunTerminal. ev.Error and ev.Totals, when set,
-// are stored with the cancelled run; without totals the stored counters are
-// kept and written into the event.
+// RequestCancel implements engine.RunStore.
 func (db *DB) RequestCancel(ctx context.Context, id string, ev engine.Event, now time.Time) (bool, error) {
 	const cancel = `UPDATE agent_run
 		SET status = 'cancelled', termination_reason = 'cancelled', error = ?,
@@ -528,9 +492,9 @@ func (db *DB) RequestCancel(ctx context.Context, id string, ev engine.Event, now
 	return cancelled, nil
 }
 
-// ExpiredRuns lists running runs whose lease expired before now, the
-// longest expired first. INDEXED BY pins the partial lease index, which the
-// planner, without statistics, passes over for the status index.
+// ExpiredRuns implements engine.RunStore. INDEXED BY pins the partial lease
+// index, which the planner, without statistics, passes over for the status
+// index.
 func (db *DB) ExpiredRuns(ctx context.Context, now time.Time, limit int) ([]engine.Run, error) {
 	const q = `SELECT ` + runColumns + ` FROM agent_run INDEXED BY agent_run_lease
 		WHERE status = 'running' AND lease_expires_at < ?
@@ -542,7 +506,7 @@ func (db *DB) ExpiredRuns(ctx context.Context, now time.Time, limit int) ([]engi
 	return runsOf(rows), nil
 }
 
-// QueuedRuns lists queued runs, oldest first.
+// QueuedRuns implements engine.RunStore.
 func (db *DB) QueuedRuns(ctx context.Context, limit int) ([]engine.Run, error) {
 	const q = `SELECT ` + runColumns + ` FROM agent_run
 		WHERE status = 'queued' ORDER BY created_at, id LIMIT ?`
@@ -553,10 +517,8 @@ func (db *DB) QueuedRuns(ctx context.Context, limit int) ([]engine.Run, error) {
 	return runsOf(rows), nil
 }
 
-// Events returns up to limit events of run id with seq > after, in order; a
-// limit of zero or less means no limit. It reads the
-// primary key from after onwards, so its cost does not depend on how many
-// events come before. An unknown run is engine.ErrRunNotFound.
+// Events implements engine.RunStore. It reads the primary key from after
+// onwards, so its cost does not depend on how many events come before.
 func (db *DB) Events(ctx context.Context, id string, after int64, limit int) ([]engine.RecordedEvent, error) {
 	const q = `SELECT seq, payload FROM agent_run_event
 		WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?`

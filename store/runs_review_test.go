@@ -21,7 +21,7 @@ func TestFinishWithoutTotalsKeepsTheStoredCounters(t *testing.T) {
 				Event: engine.Event{Kind: engine.EventFailed}, Now: t0})
 		}},
 		{"waiting run cancelled", func(r engine.Run) error {
-			if err := db.SuspendRun(ctx, r.ID, "w1", []byte("{}"), "d1", engine.Event{Kind: engine.EventSuspended}, t0); err != nil {
+			if err := db.SuspendRun(ctx, r.ID, "w1", engine.Suspend{Suspension: engine.Suspension{State: []byte("{}"), Digest: "d1"}, Event: engine.Event{Kind: engine.EventSuspended}, Now: t0}); err != nil {
 				return err
 			}
 			_, err := db.RequestCancel(ctx, r.ID, engine.Event{Kind: engine.EventFailed, Termination: engine.TermCancelled}, t0)
@@ -76,7 +76,7 @@ func TestDecisionOnNamesTheTurn(t *testing.T) {
 	if _, err := db.ClaimRun(ctx, r.ID, decision("bob", engine.VerdictApprove, t0, "d1")); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.SuspendRun(ctx, r.ID, "w2", []byte("{}"), "d2", engine.Event{Kind: engine.EventSuspended}, t0); err != nil {
+	if err := db.SuspendRun(ctx, r.ID, "w2", engine.Suspend{Suspension: engine.Suspension{State: []byte("{}"), Digest: "d2"}, Event: engine.Event{Kind: engine.EventSuspended}, Now: t0}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.ClaimRun(ctx, r.ID, decision("carol", engine.VerdictDeny, t0.Add(time.Minute), "d2")); err != nil {

@@ -42,7 +42,7 @@ func waitingRun(t *testing.T, db *DB, digest string, state []byte) engine.Run {
 	t.Helper()
 	r := runningRun(t, db, "w1")
 	ev := engine.Event{Kind: engine.EventSuspended, Digest: digest}
-	if err := db.SuspendRun(context.Background(), r.ID, "w1", state, digest, ev, t0.Add(time.Second)); err != nil {
+	if err := db.SuspendRun(context.Background(), r.ID, "w1", engine.Suspend{Suspension: engine.Suspension{State: state, Digest: digest}, Event: ev, Now: t0.Add(time.Second)}); err != nil {
 		t.Fatalf("suspend: %v", err)
 	}
 	return mustRun(t, db, r.ID)
@@ -321,10 +321,10 @@ func TestSuspendAndClaim(t *testing.T) {
 	if _, err := db.SuspendedState(ctx, r.ID); !errors.Is(err, engine.ErrNotWaiting) {
 		t.Fatalf("state of a running run never suspended: err = %v, want ErrNotWaiting", err)
 	}
-	if err := db.SuspendRun(ctx, r.ID, "w2", state, "d1", engine.Event{Kind: engine.EventSuspended}, t0); !errors.Is(err, engine.ErrLeaseLost) {
+	if err := db.SuspendRun(ctx, r.ID, "w2", engine.Suspend{Suspension: engine.Suspension{State: state, Digest: "d1"}, Event: engine.Event{Kind: engine.EventSuspended}, Now: t0}); !errors.Is(err, engine.ErrLeaseLost) {
 		t.Fatalf("suspend by another owner: err = %v, want ErrLeaseLost", err)
 	}
-	if err := db.SuspendRun(ctx, r.ID, "w1", state, "d1", engine.Event{Kind: engine.EventSuspended}, t0.Add(time.Second)); err != nil {
+	if err := db.SuspendRun(ctx, r.ID, "w1", engine.Suspend{Suspension: engine.Suspension{State: state, Digest: "d1"}, Event: engine.Event{Kind: engine.EventSuspended}, Now: t0.Add(time.Second)}); err != nil {
 		t.Fatal(err)
 	}
 	got := mustRun(t, db, r.ID)
@@ -334,7 +334,7 @@ func TestSuspendAndClaim(t *testing.T) {
 	if s, err := db.SuspendedState(ctx, r.ID); err != nil || string(s.State) != string(state) {
 		t.Fatalf("state = %q, %v", s, err)
 	}
-	if err := db.SuspendRun(ctx, r.ID, "w1", state, "d1", engine.Event{Kind: engine.EventSuspended}, t0); !errors.Is(err, engine.ErrLeaseLost) {
+	if err := db.SuspendRun(ctx, r.ID, "w1", engine.Suspend{Suspension: engine.Suspension{State: state, Digest: "d1"}, Event: engine.Event{Kind: engine.EventSuspended}, Now: t0}); !errors.Is(err, engine.ErrLeaseLost) {
 		t.Fatalf("suspend a waiting run: err = %v, want ErrLeaseLost", err)
 	}
 
@@ -443,7 +443,7 @@ func TestClaimRunLosers(t *testing.T) {
 	if _, err := db.ClaimRun(ctx, moved.ID, decision("bob", engine.VerdictApprove, t0, "d1")); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.SuspendRun(ctx, moved.ID, "w2", []byte("{}"), "d2", engine.Event{Kind: engine.EventSuspended}, t0); err != nil {
+	if err := db.SuspendRun(ctx, moved.ID, "w2", engine.Suspend{Suspension: engine.Suspension{State: []byte("{}"), Digest: "d2"}, Event: engine.Event{Kind: engine.EventSuspended}, Now: t0}); err != nil {
 		t.Fatal(err)
 	}
 	// A run denied and ended at once: the decision still names its turn.
@@ -652,7 +652,7 @@ func TestRequestCancel(t *testing.T) {
 		if n := len(allEvents(t, db, r.ID)); n != 1 {
 			t.Errorf("a cancel request on a running run appended events: %d", n)
 		}
-		if err := db.SuspendRun(ctx, r.ID, "w1", []byte("state"), "d1", engine.Event{Kind: engine.EventSuspended}, at); err != nil {
+		if err := db.SuspendRun(ctx, r.ID, "w1", engine.Suspend{Suspension: engine.Suspension{State: []byte("state"), Digest: "d1"}, Event: engine.Event{Kind: engine.EventSuspended}, Now: at}); err != nil {
 			t.Fatal(err)
 		}
 		if got := mustRun(t, db, r.ID); !got.CancelRequested || got.Status != engine.StatusWaiting {

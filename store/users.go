@@ -20,6 +20,9 @@ const (
 	RoleViewer   = "viewer"
 )
 
+// Roles lists the roles from the least to the most allowed.
+func Roles() []string { return []string{RoleViewer, RoleOperator, RoleAdmin} }
+
 // ValidRole reports whether role is one of the three roles.
 func ValidRole(role string) bool {
 	return role == RoleAdmin || role == RoleOperator || role == RoleViewer

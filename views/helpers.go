@@ -35,14 +35,6 @@ func pageTitle(t string) string {
 	return t + " · countersign"
 }
 
-func canOperate(u *User) bool {
-	return u != nil && (u.Role == "operator" || u.Role == "admin")
-}
-
-func isAdmin(u *User) bool {
-	return u != nil && u.Role == "admin"
-}
-
 // navAttrs marks the nav link of the current section.
 func navAttrs(active, name string) templ.Attributes {
 	if active == name {
@@ -230,7 +222,6 @@ func nextAfter(v StepsUpdate) int64 {
 	return after
 }
 
-func roles() []string { return []string{"viewer", "operator", "admin"} }
 
 func errorTitle(v ErrorView) string {
 	if v.Title != "" {

@@ -17,16 +17,19 @@ type Layout struct {
 	InboxCount int
 	// Active names the nav entry to mark: "playground", "runs", "inbox" or "users".
 	Active string
-	// CSS, JS and HTMX are the asset URLs. An empty URL leaves its tag out:
-	// without htmx the pages still work as plain forms and links.
-	CSS, JS, HTMX string
+	// CSS, JS, HTMX and Icon are the asset URLs. An empty URL leaves its
+	// tag out: without htmx the pages still work as plain forms and links.
+	CSS, JS, HTMX, Icon string
 }
 
 // User is the signed-in user as the nav shows it.
 type User struct {
 	Name string
-	// Role is "admin", "operator" or "viewer".
+	// Role is "admin", "operator" or "viewer", as shown.
 	Role string
+	// CanOperate (start, decide, cancel) and IsAdmin (manage users) are
+	// what the role allows, decided by the web layer.
+	CanOperate, IsAdmin bool
 }
 
 // Flash is a one-off message after a redirect or an htmx action.
@@ -91,6 +94,8 @@ type RunHeader struct {
 	Iterations, PromptTokens, CompletionTokens, TotalTokens   int
 	Duration                                                  string
 	CreatedAt                                                 string
+	// Waiting says the run waits for a decision.
+	Waiting bool
 }
 
 // Step is one event of a run, flattened for display. Only the fields of its
@@ -214,6 +219,10 @@ type HistoryFilter struct {
 // UsersView is the admin's user list.
 type UsersView struct {
 	Users []UserRow
+	// Roles are the roles an admin may give, least first; NewRole is the
+	// one the form to add a user preselects.
+	Roles   []string
+	NewRole string
 	Error string
 }
 

@@ -194,7 +194,7 @@ func runHeader(h RunHeader, oob bool) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		if h.Status == "waiting_for_approval" {
+		if h.Waiting {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 15, "<p class=\"note\"><a href=\"#approval-card\">This run waits for approval; review the pending calls.</a></p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err

@@ -32,7 +32,7 @@ func testid(id string) string { return `[data-testid="` + id + `"]` }
 func layout(role string) Layout {
 	l := Layout{Title: "T", CSRF: "tok", CSS: "/static/app.1.css", JS: "/static/app.2.js", HTMX: "/static/vendor/htmx.min.3.js"}
 	if role != "" {
-		l.User = &User{Name: "ann", Role: role}
+		l.User = &User{Name: "ann", Role: role, CanOperate: role == "operator" || role == "admin", IsAdmin: role == "admin"}
 	}
 	return l
 }
@@ -472,7 +472,7 @@ func TestInboxPage(t *testing.T) {
 }
 
 func TestUsersPage(t *testing.T) {
-	doc, _ := render(t, UsersPage(layout("admin"), UsersView{Users: []UserRow{{ID: 7, Name: "bob", Role: "viewer"}, {ID: 8, Name: "cy", Role: "operator", Disabled: true}}}))
+	doc, _ := render(t, UsersPage(layout("admin"), UsersView{Roles: []string{"viewer", "operator", "admin"}, NewRole: "operator", Users: []UserRow{{ID: 7, Name: "bob", Role: "viewer"}, {ID: 8, Name: "cy", Role: "operator", Disabled: true}}}))
 	add := doc.Find("form" + testid("add-user"))
 	if add.AttrOr("action", "") != "/users" || add.Find(`input[name="name"]`).Length() != 1 ||
 		add.Find(`input[name="password"]`).Length() != 1 || add.Find(`select[name="role"]`).Length() != 1 {

@@ -16,7 +16,7 @@ func header(r engine.Run, now time.Time) views.RunHeader {
 		ID: r.ID, Agent: r.Agent, Model: r.Model, Status: string(r.Status), InitiatedBy: r.InitiatedBy,
 		Termination: string(r.Termination), Error: r.Error, Iterations: r.Iterations,
 		PromptTokens: r.Usage.PromptTokens, CompletionTokens: r.Usage.CompletionTokens, TotalTokens: r.Usage.TotalTokens,
-		Duration: runDuration(r, now), CreatedAt: stamp(r.CreatedAt),
+		Duration: runDuration(r, now), CreatedAt: stamp(r.CreatedAt), Waiting: r.Status == engine.StatusWaiting,
 	}
 }
 

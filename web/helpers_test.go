@@ -144,7 +144,7 @@ func newTestApp(t testing.TB, opts ...appOption) *testApp {
 		Models:     []web.OfferedModel{{Name: demo.Name, Description: demo.Description}},
 		Assets:     assets,
 		SessionKey: []byte("0123456789abcdef0123456789abcdef-test-session-key"),
-		FourEyes:   o.fourEyes, Logger: log,
+		Logger:     log,
 	})
 	if err != nil {
 		t.Fatalf("web.New: %v", err)

@@ -8,7 +8,6 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"countersign/store"
-	"countersign/views"
 )
 
 // routes lists every route of the app.
@@ -25,7 +24,6 @@ func (s *server) routes(e *echo.Echo) {
 	e.Use(securityHeaders)
 	e.Use(s.crossOrigin)
 	e.Use(middleware.BodyLimit(bodyLimit))
-	e.Use(s.withIcon)
 	// Every page loads the session, error pages (404, 405) too, so that they
 	// show who is signed in; the health check and the assets need none.
 	e.Use(except(s.withSession, "/healthz", "/favicon.ico", "/static/*"))
@@ -112,16 +110,6 @@ func (s *server) crossOrigin(next echo.HandlerFunc) echo.HandlerFunc {
 
 // faviconAsset is the site icon among the static assets.
 const faviconAsset = "favicon.svg"
-
-// withIcon gives the layout the hashed address of the site icon.
-func (s *server) withIcon(next echo.HandlerFunc) echo.HandlerFunc {
-	icon := s.cfg.Assets.URL(faviconAsset)
-	return func(c echo.Context) error {
-		r := c.Request()
-		c.SetRequest(r.WithContext(views.WithIcon(r.Context(), icon)))
-		return next(c)
-	}
-}
 
 // favicon serves the site icon at the address browsers try by default. This
 // address keeps its name when the icon changes, so it is cached for a day,

@@ -73,18 +73,9 @@ func (s *server) approvalCard(c echo.Context, run engine.Run) *views.ApprovalCar
 	card.CSRF = csrfToken(c)
 	card.CanDecide = hasRole(c, store.RoleOperator)
 	card.CanApprove = card.CanDecide
-	if u, ok := currentUser(c); ok && card.CanDecide && s.fourEyes(run.Agent) && u.Name == run.InitiatedBy {
+	if u, ok := currentUser(c); ok && card.CanDecide && !s.rt.MayApprove(run, u.Name) {
 		card.CanApprove = false
 		card.Note = "You started this run and its agent needs a second approver: another operator must approve it. You may deny it."
 	}
 	return card
-}
-
-// fourEyes reports whether runs of the agent need a second approver.
-func (s *server) fourEyes(agent string) bool {
-	if s.cfg.FourEyes {
-		return true
-	}
-	a, ok := s.rt.Agent(agent)
-	return ok && a.SecondApprover
 }

@@ -39,8 +39,6 @@ type Config struct {
 	Models     []OfferedModel
 	Assets     *static.Assets
 	SessionKey []byte
-	// FourEyes requires a second approver for every agent, as the runtime does.
-	FourEyes bool
 	// SessionMaxAge is how long a sign-in lasts (default 12 hours).
 	SessionMaxAge time.Duration
 	// SignIn throttles failed sign-ins; the zero value takes the defaults
@@ -108,12 +106,13 @@ func isHTMX(c echo.Context) bool { return c.Request().Header.Get("HX-Request") =
 // layout returns the shared layout for the signed-in user (if any).
 func (s *server) layout(c echo.Context, title, active string) views.Layout {
 	l := views.Layout{Title: title, Active: active, CSRF: csrfToken(c),
-		CSS: s.cfg.Assets.URL("app.css"), JS: s.cfg.Assets.URL("app.js")}
+		CSS: s.cfg.Assets.URL("app.css"), JS: s.cfg.Assets.URL("app.js"), Icon: s.cfg.Assets.URL(faviconAsset)}
 	if s.cfg.Assets.Has("vendor/htmx.min.js") {
 		l.HTMX = s.cfg.Assets.URL("vendor/htmx.min.js")
 	}
 	if u, ok := currentUser(c); ok {
-		l.User = &views.User{Name: u.Name, Role: u.Role}
+		l.User = &views.User{Name: u.Name, Role: u.Role,
+			CanOperate: hasRole(c, store.RoleOperator), IsAdmin: hasRole(c, store.RoleAdmin)}
 		if n, err := s.db.CountWaitingUpTo(c.Request().Context(), maxBadgeCount); err == nil {
 			l.InboxCount = n
 		}

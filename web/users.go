@@ -22,7 +22,7 @@ func (s *server) renderUsers(c echo.Context, status int, problem string) error {
 	if err != nil {
 		return err
 	}
-	v := views.UsersView{Error: problem}
+	v := views.UsersView{Error: problem, Roles: store.Roles(), NewRole: store.RoleOperator}
 	for _, u := range users {
 		v.Users = append(v.Users, views.UserRow{ID: u.ID, Name: u.Name, Role: u.Role, Created: stamp(u.CreatedAt), Disabled: u.Disabled()})
 	}

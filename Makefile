@@ -6,7 +6,7 @@ FUZZTIME ?= 10s
 
 export CGO_ENABLED := 1
 
-.PHONY: run build test vet fmt-check generate generate-check fuzz chaos bench assets clean
+.PHONY: run build test vet staticcheck tidy-check fmt-check generate generate-check fuzz chaos bench assets clean
 
 run: build
 	./$(BIN) serve
@@ -39,7 +39,15 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 
-test: assets fmt-check generate-check vet
+# staticcheck is pinned in go.mod as a tool, like templ.
+staticcheck:
+	$(GO) tool staticcheck ./...
+
+# go.mod and go.sum must be what go mod tidy writes.
+tidy-check:
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy; run 'go mod tidy' and commit them"; exit 1; }
+
+test: assets fmt-check generate-check vet staticcheck tidy-check
 	$(GO) test -race -count=1 ./...
 	$(GO) test -run='^$$' -fuzz=FuzzDecodeState -fuzztime=$(FUZZTIME) ./engine
 

@@ -48,8 +48,10 @@ func TestBucketsBounded(t *testing.T) {
 // concurrent guesses cannot outrun the bucket; a success gives its token back.
 func TestBucketsPending(t *testing.T) {
 	b := newBuckets(2, 10*time.Second, 10)
-	if b.begin("k", t0) != 0 || b.begin("k", t0) != 0 {
-		t.Fatal("the first two attempts were refused")
+	for i := range 2 {
+		if b.begin("k", t0) != 0 {
+			t.Fatalf("attempt %d was refused", i+1)
+		}
 	}
 	if wait := b.begin("k", t0); wait != 10*time.Second {
 		t.Errorf("third attempt in flight: wait %s, want 10s", wait)
@@ -73,8 +75,10 @@ func TestBucketsPending(t *testing.T) {
 func TestThrottleSlots(t *testing.T) {
 	th := newThrottle(SignInLimits{Concurrent: 2, Wait: time.Millisecond}, func() time.Time { return t0 })
 	ctx := context.Background()
-	if !th.acquire(ctx) || !th.acquire(ctx) {
-		t.Fatal("the first two checks got no slot")
+	for i := range 2 {
+		if !th.acquire(ctx) {
+			t.Fatalf("check %d got no slot", i+1)
+		}
 	}
 	if th.acquire(ctx) {
 		t.Fatal("a third check got a slot while two run")

@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"unicode/utf8"
@@ -47,12 +48,15 @@ func (r *Runtime) Decide(ctx context.Context, runID string, d Decision) error {
 	if d.Digest != sus.Digest {
 		return r.staleErr(ctx, runID, d)
 	}
-	if _, ok := r.agents[run.Agent]; !ok {
+	agent, ok := r.agents[run.Agent]
+	if !ok {
 		return fmt.Errorf("decide run %s: %w %q", runID, ErrUnknownAgent, run.Agent)
 	}
-	if d.Verdict.Approves() && !r.MayApprove(run, d.By) {
-		return fmt.Errorf("decide run %s: %w", runID, ErrSelfApproval)
+	verdicts, err := r.checkVerdicts(agent, run, state.Pending, d)
+	if err != nil {
+		return fmt.Errorf("decide run %s: %w", runID, err)
 	}
+	d.Calls, d.Verdict = verdicts, ""
 	if _, err := r.cfg.Models(run.Model); err != nil {
 		return fmt.Errorf("decide run %s: %w", runID, err)
 	}
@@ -61,7 +65,8 @@ func (r *Runtime) Decide(ctx context.Context, runID string, d Decision) error {
 	now := r.cfg.Now()
 	claimed, err := r.cfg.Store.ClaimRun(ctx, runID, Claim{
 		Digest: d.Digest, Owner: owner, LeaseUntil: now.Add(r.cfg.Lease), Now: now,
-		Event: Event{Kind: EventDecision, At: now, Decision: d.Verdict, By: d.By, Reason: d.Reason, Digest: d.Digest},
+		Event: Event{Kind: EventDecision, At: now, Decision: Summary(verdicts), Verdicts: verdicts,
+			By: d.By, Reason: d.Reason, Digest: d.Digest},
 	})
 	if err != nil {
 		return fmt.Errorf("decide run %s: %w", runID, err)
@@ -78,6 +83,116 @@ func (r *Runtime) Decide(ctx context.Context, runID string, d Decision) error {
 		r.cfg.Fault(FaultClaimed)
 	}
 	r.enqueue(job{runID: runID, owner: owner, state: state, decision: d})
+	return nil
+}
+
+// checkVerdicts resolves a decision into one verdict per pending call and
+// checks what depends on the person and the agent: four-eyes (the initiator
+// may deny or answer, not approve or edit) and edited arguments against
+// the tool's schema. Every refusal changes nothing.
+func (r *Runtime) checkVerdicts(agent Agent, run Run, pending []ToolCall, d Decision) ([]CallVerdict, error) {
+	kind := func(c ToolCall) CallKind { return KindOf(agentTool(agent, c.Name)) }
+	verdicts, err := d.Resolve(pending, kind)
+	if err != nil {
+		return nil, err
+	}
+	for _, cv := range verdicts {
+		if cv.Verdict.Approves() && !r.MayApprove(run, d.By) {
+			return nil, ErrSelfApproval
+		}
+		if cv.Verdict == VerdictEdit {
+			if err := r.checkArgs(agentTool(agent, cv.Tool), cv); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return verdicts, nil
+}
+
+// checkArgs checks edited arguments against the tool's schema.
+func (r *Runtime) checkArgs(t Tool, cv CallVerdict) error {
+	if r.cfg.CheckArgs == nil || t == nil {
+		return nil
+	}
+	if err := r.cfg.CheckArgs(t.Schema(), json.RawMessage(cv.Arguments)); err != nil {
+		return &InputError{Field: "calls." + cv.CallID + ".arguments",
+			Message: fmt.Sprintf("The edited arguments of %s do not fit the tool: %v", cv.CallID, err)}
+	}
+	return nil
+}
+
+// PreviewEdit says what a pending call of a waiting run would do with the
+// edited arguments args, as its tool's preview, so the operator sees the
+// change before confirming it. It refuses what Decide would refuse for that
+// edit (not waiting, stale, unknown call, arguments that are not a JSON
+// object or do not fit the schema) and changes nothing. A tool without a
+// preview gives no lines.
+func (r *Runtime) PreviewEdit(ctx context.Context, runID, digest, callID, args string) ([]string, error) {
+	run, err := r.cfg.Store.Run(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("preview edit: %w", err)
+	}
+	if run.Status != StatusWaiting {
+		return nil, r.notWaitingErr(ctx, run, Decision{Digest: digest})
+	}
+	sus, err := r.cfg.Store.SuspendedState(ctx, runID)
+	if err != nil {
+		return nil, fmt.Errorf("preview edit: %w", err)
+	}
+	state, err := sus.Decode()
+	if err != nil {
+		return nil, fmt.Errorf("preview edit of run %s: %w", runID, err)
+	}
+	if digest != sus.Digest {
+		return nil, r.staleErr(ctx, runID, Decision{Digest: digest})
+	}
+	agent, ok := r.agents[run.Agent]
+	if !ok {
+		return nil, fmt.Errorf("preview edit of run %s: %w %q", runID, ErrUnknownAgent, run.Agent)
+	}
+	var call *ToolCall
+	for i := range state.Pending {
+		if state.Pending[i].ID == callID {
+			call = &state.Pending[i]
+		}
+	}
+	if call == nil {
+		return nil, &InputError{Field: "calls", Message: fmt.Sprintf("There is no pending call %q in this turn.", callID)}
+	}
+	one := Decision{Calls: []CallVerdict{{CallID: callID, Verdict: VerdictEdit, Arguments: args}}}
+	kind := func(c ToolCall) CallKind { return KindOf(agentTool(agent, c.Name)) }
+	verdicts, err := one.Resolve([]ToolCall{*call}, kind)
+	if err != nil {
+		return nil, err
+	}
+	t := agentTool(agent, call.Name)
+	if err := r.checkArgs(t, verdicts[0]); err != nil {
+		return nil, err
+	}
+	p, ok := t.(Previewer)
+	if !ok {
+		return nil, nil
+	}
+	return boundLines(safePreview(ctx, p, verdicts[0].Arguments)), nil
+}
+
+// CallKind says what a call of the agent's turn is for a person: a read, a
+// write, a question, or a tool the agent does not offer.
+func (r *Runtime) CallKind(agent string, call ToolCall) CallKind {
+	a, ok := r.agents[agent]
+	if !ok {
+		return CallUnknown
+	}
+	return KindOf(agentTool(a, call.Name))
+}
+
+// agentTool returns the agent's tool with that name, or nil.
+func agentTool(a Agent, name string) Tool {
+	for _, t := range a.Tools {
+		if t.Name() == name {
+			return t
+		}
+	}
 	return nil
 }
 

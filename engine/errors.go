@@ -49,6 +49,11 @@ const (
 	// NotPermittedPrefix opens the result of an approved call whose tool is
 	// no longer offered.
 	NotPermittedPrefix = "NOT EXECUTED: tool no longer permitted"
+	// EditedPrefix opens the result of a call the operator edited before it
+	// ran, followed by what actually ran.
+	EditedPrefix = "EDITED by the operator"
+	// AnsweredPrefix opens the operator's answer in place of a tool.
+	AnsweredPrefix = "ANSWERED by the operator"
 )
 
 // InputError refuses something a person sent (a prompt, a reason). Message is

@@ -92,11 +92,15 @@ type Event struct {
 
 	// Tool started and finished. Write marks a tool that requires approval;
 	// Outcome says why a call was answered without running it.
-	Call    *ToolCall `json:"call,omitempty"`
-	Write   bool      `json:"write,omitempty"`
-	Result  string    `json:"result,omitempty"`
-	IsError bool      `json:"is_error,omitempty"`
-	Outcome Outcome   `json:"outcome,omitempty"`
+	Call  *ToolCall `json:"call,omitempty"`
+	Write bool      `json:"write,omitempty"`
+	// Original is what the model proposed for a call an operator edited
+	// (Call holds what ran); EditedBy is who edited it.
+	Original string  `json:"original_arguments,omitempty"`
+	EditedBy string  `json:"edited_by,omitempty"`
+	Result   string  `json:"result,omitempty"`
+	IsError  bool    `json:"is_error,omitempty"`
+	Outcome  Outcome `json:"outcome,omitempty"`
 
 	// Suspended. Offered lists the tools offered when the turn was
 	// suspended, so a recovery tells a withdrawn tool from an unknown one.
@@ -105,10 +109,13 @@ type Event struct {
 	Digest   string     `json:"digest,omitempty"`
 	Offered  []string   `json:"offered,omitempty"`
 
-	// Decision.
-	Decision Verdict `json:"decision,omitempty"`
-	By       string  `json:"by,omitempty"`
-	Reason   string  `json:"reason,omitempty"`
+	// Decision. Decision is the verdict every call shares, or empty when
+	// the verdicts differ; Verdicts holds one per call, in order, with the
+	// original and edited arguments of an edit.
+	Decision Verdict       `json:"decision,omitempty"`
+	Verdicts []CallVerdict `json:"verdicts,omitempty"`
+	By       string        `json:"by,omitempty"`
+	Reason   string        `json:"reason,omitempty"`
 
 	// Finished and failed.
 	Termination Termination `json:"termination,omitempty"`
@@ -127,6 +134,9 @@ const (
 	OutcomeBadArguments Outcome = "bad_arguments"
 	OutcomeDenied       Outcome = "denied"
 	OutcomeNotPermitted Outcome = "not_permitted"
+	// OutcomeAnswered: the operator answered in place of the tool, which
+	// did not run (and the answer to a question to the operator).
+	OutcomeAnswered Outcome = "answered"
 )
 
 // Totals are the counters of a whole run, across every suspension.

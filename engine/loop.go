@@ -2,13 +2,10 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // Limits of the loop.
@@ -126,11 +123,15 @@ func (l *Loop) Assemble(prompt string) []Message {
 }
 
 // Resume continues a suspended run after a person's decision. It refuses a
-// state that does not validate (ErrCorruptState) and a decision made on
-// another turn (ErrStaleTurn) before it does anything. On approval it runs
-// every pending call whose tool is still offered; on denial it answers every
-// pending call with a denial carrying the reason. Then it re-enters the loop
-// with the counters from before the suspension folded in.
+// state that does not validate (ErrCorruptState), a decision made on
+// another turn (ErrStaleTurn) and a decision that does not give every
+// pending call exactly one valid verdict (*InputError) before it does
+// anything. Then it answers every pending call once, in the order the model
+// made them: an approved call runs (if its tool is still offered), an edited
+// one runs with the edited arguments and a note of what ran, a denied one
+// gets a denial carrying the reason, an answered one gets the operator's
+// text. Then it re-enters the loop with the counters from before the
+// suspension folded in.
 func (l *Loop) Resume(ctx context.Context, state *SuspendedState, d Decision) (*Result, error) {
 	if state == nil {
 		return nil, fmt.Errorf("resume: %w: no state", ErrCorruptState)
@@ -141,9 +142,15 @@ func (l *Loop) Resume(ctx context.Context, state *SuspendedState, d Decision) (*
 	if d.Digest != TurnDigest(state.Pending) {
 		return nil, fmt.Errorf("resume: %w", ErrStaleTurn)
 	}
-	if err := l.record(ctx, Event{Kind: EventDecision, Decision: d.Verdict, By: d.By, Reason: d.Reason, Digest: d.Digest}); err != nil {
+	verdicts, err := d.Resolve(state.Pending, l.callKind)
+	if err != nil {
+		return nil, fmt.Errorf("resume: %w", err)
+	}
+	if err := l.record(ctx, Event{Kind: EventDecision, Decision: Summary(verdicts), Verdicts: verdicts,
+		By: d.By, Reason: d.Reason, Digest: d.Digest}); err != nil {
 		return nil, err
 	}
+	d.Calls, d.Verdict = verdicts, ""
 
 	transcript := cloneMessages(state.Transcript)
 	var trace []Invocation
@@ -161,35 +168,34 @@ func (l *Loop) Resume(ctx context.Context, state *SuspendedState, d Decision) (*
 	return l.runLoop(ctx, transcript, state.Iterations, state.Usage, trace)
 }
 
-// answerDecided answers one call of a decided turn: on approval it runs the
-// call if its tool was offered when the turn was suspended (offered, unless
-// nil) and still is; on denial it answers with the denial.
+// answerDecided answers one call of a decided turn by its verdict. An
+// approved or edited call runs only if its tool was offered when the turn
+// was suspended (offered, unless nil) and still is.
 func (l *Loop) answerDecided(ctx context.Context, call ToolCall, d Decision, offered []string) (Invocation, error) {
+	cv := d.verdictFor(call)
 	switch {
-	case !d.Verdict.Approves():
-		return l.answerWithout(ctx, call, OutcomeDenied, denialText(d.Reason))
+	case cv.Verdict == VerdictDeny:
+		reason := cv.Text
+		if strings.TrimSpace(reason) == "" {
+			reason = d.Reason
+		}
+		return l.answerWithout(ctx, call, OutcomeDenied, denialText(reason))
+	case cv.Verdict == VerdictAnswer:
+		return l.answerFor(ctx, call, answerText(l.callKind(call), d.By, cv.Text))
 	case offered != nil && !contains(offered, call.Name):
 		return l.answerWithout(ctx, call, OutcomeUnknownTool, l.unknownToolText(call.Name))
 	case l.tool(call.Name) == nil && offered != nil:
 		return l.answerWithout(ctx, call, OutcomeNotPermitted, NotPermittedPrefix+
 			fmt.Sprintf(": %q was offered when this turn was suspended but is not offered any more, so it did not run.", call.Name))
+	case l.callKind(call) == CallQuestion:
+		// A question never runs; an approval that reached it from an old
+		// record is no answer.
+		return l.answerWithout(ctx, call, OutcomeDenied, denialText("the question was not answered"))
+	case cv.Verdict == VerdictEdit:
+		return l.executeEdited(ctx, call, cv, d.By)
 	default:
 		return l.execute(ctx, call)
 	}
-}
-
-// denialText is the result the model sees for a denied call: it carries the
-// reason and asks the model not to retry.
-func denialText(reason string) string {
-	reason = strings.TrimSpace(reason)
-	if reason == "" {
-		reason = "no reason given"
-	}
-	if !strings.ContainsAny(reason[len(reason)-1:], ".!?") {
-		reason += "."
-	}
-	return DeniedPrefix + ". Reason: " + reason + " This call was not executed. " +
-		"Do not retry it or try to reach the same effect another way; tell the user it was not done."
 }
 
 // runLoop is the loop shared by Run and Resume, starting from transcript with
@@ -305,188 +311,6 @@ func (l *Loop) turnNeedsApproval(calls []ToolCall) bool {
 	return false
 }
 
-// execute runs one call: an unknown tool or bad arguments are answered with
-// an error result; otherwise tool_started is recorded before the tool runs
-// (the fence for side effects) and tool_finished after it.
-func (l *Loop) execute(ctx context.Context, call ToolCall) (Invocation, error) {
-	t := l.tool(call.Name)
-	if t == nil {
-		return l.answerWithout(ctx, call, OutcomeUnknownTool, l.unknownToolText(call.Name))
-	}
-	args, err := parseArgs(call.Arguments)
-	if err != nil {
-		return l.answerWithout(ctx, call, OutcomeBadArguments, "error: arguments are not a valid JSON object: "+err.Error())
-	}
-	write := NeedsApproval(t)
-	c := call
-	if err := l.record(ctx, Event{Kind: EventToolStarted, Call: &c, Write: write}); err != nil {
-		return Invocation{}, err
-	}
-	if write {
-		l.fault(FaultWriteStarted)
-	}
-	start := l.now()
-	out, callErr, panicked := callTool(ctx, t, args)
-	if write {
-		l.fault(FaultWriteDone)
-	}
-	inv := Invocation{Call: call, Duration: l.now().Sub(start), Outcome: OutcomeOK, Result: truncate(out)}
-	if callErr != nil {
-		inv.IsError, inv.Outcome, inv.Result = true, OutcomeToolError, truncate("error: "+callErr.Error())
-	}
-	if err := l.record(ctx, Event{Kind: EventToolFinished, Call: &c, Write: write, Result: inv.Result,
-		IsError: inv.IsError, Outcome: inv.Outcome, DurationMS: inv.Duration.Milliseconds()}); err != nil {
-		return Invocation{}, err
-	}
-	l.fault(FaultToolFinished)
-	if panicked {
-		return Invocation{}, &RunError{Termination: TermToolError, Err: fmt.Errorf("tool %s: %w", call.Name, callErr)}
-	}
-	return inv, nil
-}
-
-// answerWithout answers a call with an error result without running it.
-func (l *Loop) answerWithout(ctx context.Context, call ToolCall, outcome Outcome, text string) (Invocation, error) {
-	inv := Invocation{Call: call, Result: text, IsError: true, Outcome: outcome}
-	c := call
-	if err := l.record(ctx, Event{Kind: EventToolFinished, Call: &c, Result: text, IsError: true, Outcome: outcome}); err != nil {
-		return Invocation{}, err
-	}
-	return inv, nil
-}
-
-func (l *Loop) unknownToolText(name string) string {
-	return fmt.Sprintf("error: tool %q is not offered to this agent; available tools: %s", name, strings.Join(l.toolNames(), ", "))
-}
-
-// errToolPanic marks a tool that panicked.
-var errToolPanic = errors.New("tool panicked")
-
-// callTool runs t, turning a panic into an error.
-func callTool(ctx context.Context, t Tool, args json.RawMessage) (out string, err error, panicked bool) {
-	defer func() {
-		if r := recover(); r != nil {
-			out, err, panicked = "", fmt.Errorf("%w: %v\n%s", errToolPanic, r, firstLines(string(debug.Stack()), 6)), true
-		}
-	}()
-	out, err = t.Call(ctx, args)
-	return out, err, false
-}
-
-// previews computes the previews of a suspended turn. A preview that fails or
-// panics becomes a line saying so; it never fails the run.
-func (l *Loop) previews(ctx context.Context, calls []ToolCall) []Preview {
-	var out []Preview
-	for _, c := range calls {
-		t := l.tool(c.Name)
-		if t == nil {
-			out = append(out, Preview{CallID: c.ID, Tool: c.Name, Lines: []string{"not executed: tool is not offered"}})
-			continue
-		}
-		p, ok := t.(Previewer)
-		if !ok {
-			continue
-		}
-		out = append(out, Preview{CallID: c.ID, Tool: c.Name, Lines: boundLines(safePreview(ctx, p, c.Arguments))})
-	}
-	return out
-}
-
-func safePreview(ctx context.Context, p Previewer, raw string) (lines []string) {
-	defer func() {
-		if r := recover(); r != nil {
-			lines = []string{fmt.Sprintf("preview unavailable: it panicked: %v", r)}
-		}
-	}()
-	args, err := parseArgs(raw)
-	if err != nil {
-		return []string{"preview unavailable: arguments are not a valid JSON object"}
-	}
-	lines, err = p.Preview(ctx, args)
-	if err != nil {
-		return []string{"preview unavailable: " + err.Error()}
-	}
-	return lines
-}
-
-// boundLines keeps at most MaxPreviewLines lines of at most
-// MaxPreviewLineBytes bytes each, saying what was left out.
-func boundLines(lines []string) []string {
-	out := make([]string, 0, min(len(lines), MaxPreviewLines+1))
-	for i, ln := range lines {
-		if i == MaxPreviewLines {
-			out = append(out, fmt.Sprintf("… %d more line(s) not shown", len(lines)-MaxPreviewLines))
-			break
-		}
-		if len(ln) > MaxPreviewLineBytes {
-			ln = cutUTF8(ln, MaxPreviewLineBytes-len("…")) + "…"
-		}
-		out = append(out, ln)
-	}
-	return out
-}
-
-// parseArgs checks that raw is a JSON object; empty arguments mean {}.
-func parseArgs(raw string) (json.RawMessage, error) {
-	s := strings.TrimSpace(raw)
-	if s == "" {
-		return json.RawMessage("{}"), nil
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(s), &obj); err != nil {
-		return nil, err
-	}
-	if obj == nil {
-		return nil, errors.New("null is not an object")
-	}
-	return json.RawMessage(s), nil
-}
-
-// truncate cuts a result over MaxResultBytes with a note saying so.
-func truncate(s string) string {
-	if len(s) <= MaxResultBytes {
-		return s
-	}
-	note := fmt.Sprintf("\n[result truncated: %d of %d bytes shown]", MaxResultBytes, len(s))
-	return cutUTF8(s, MaxResultBytes) + note
-}
-
-// cutUTF8 returns at most n bytes of s without splitting a rune.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
-func firstLines(s string, n int) string {
-	lines := strings.SplitN(s, "\n", n+1)
-	if len(lines) > n {
-		lines = lines[:n]
-	}
-	return strings.Join(lines, "\n")
-}
-
-// normaliseCalls gives every call of a turn a non-empty ID unique within the
-// turn, so that each can be answered exactly once.
-func normaliseCalls(calls []ToolCall, iteration int) []ToolCall {
-	if len(calls) == 0 {
-		return nil
-	}
-	out := cloneCalls(calls)
-	seen := make(map[string]bool, len(out))
-	for i := range out {
-		if out[i].ID == "" || seen[out[i].ID] {
-			out[i].ID = fmt.Sprintf("call_%d_%d", iteration, i+1)
-		}
-		seen[out[i].ID] = true
-	}
-	return out
-}
-
 func toolMessage(inv Invocation) Message {
 	return Message{Role: RoleTool, ToolCallID: inv.Call.ID, ToolName: inv.Call.Name, Content: inv.Result, IsError: inv.IsError}
 }
@@ -533,29 +357,4 @@ func (l *Loop) specs() []ToolSpec {
 		specs = append(specs, ToolSpec{Name: t.Name(), Description: t.Description(), Parameters: t.Schema()})
 	}
 	return specs
-}
-
-func contains(names []string, name string) bool {
-	for _, n := range names {
-		if n == name {
-			return true
-		}
-	}
-	return false
-}
-
-func cloneCalls(calls []ToolCall) []ToolCall {
-	if calls == nil {
-		return nil
-	}
-	return append([]ToolCall(nil), calls...)
-}
-
-func cloneMessages(msgs []Message) []Message {
-	out := make([]Message, len(msgs))
-	for i, m := range msgs {
-		m.ToolCalls = cloneCalls(m.ToolCalls)
-		out[i] = m
-	}
-	return out
 }

@@ -72,7 +72,7 @@ func Replay(opening []Message, events []Event) (Checkpoint, error) {
 		case EventSuspended:
 			cp.Offered = slices.Clone(ev.Offered)
 		case EventDecision:
-			cp.Decision = &Decision{Verdict: ev.Decision, Digest: ev.Digest, By: ev.By, Reason: ev.Reason}
+			cp.Decision = &Decision{Verdict: ev.Decision, Calls: ev.Verdicts, Digest: ev.Digest, By: ev.By, Reason: ev.Reason}
 		case EventReleased:
 			// The decision was handed back unapplied: the turn waits again.
 			cp.Decision = nil

@@ -56,6 +56,9 @@ type RuntimeConfig struct {
 	// MaxAttempts is how many times a run may be acquired before it fails as
 	// retries_exhausted (default 3).
 	MaxAttempts int
+	// CheckArgs checks an operator's edited arguments against the tool's
+	// schema; nil checks only that they are a JSON object.
+	CheckArgs ArgsChecker
 	// FourEyes requires a second approver for every agent.
 	FourEyes bool
 	Now      func() time.Time

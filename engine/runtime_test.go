@@ -243,7 +243,7 @@ func TestDecideRefusals(t *testing.T) {
 		{"unknown run", "nope", engine.Decision{Verdict: engine.VerdictApprove, Digest: w.PendingDigest, By: "oscar"}, engine.ErrRunNotFound},
 		{"stale digest", run.ID, engine.Decision{Verdict: engine.VerdictApprove, Digest: "abc", By: "oscar"}, engine.ErrStaleTurn},
 		{"four-eyes self approval", run.ID, engine.Decision{Verdict: engine.VerdictApprove, Digest: w.PendingDigest, By: "olga"}, engine.ErrSelfApproval},
-		{"reason too long", run.ID, engine.Decision{Digest: w.PendingDigest, By: "oscar", Reason: string(make([]rune, 2001))}, engine.ErrInvalidInput},
+		{"reason too long", run.ID, engine.Decision{Verdict: engine.VerdictDeny, Digest: w.PendingDigest, By: "oscar", Reason: string(make([]rune, 2001))}, engine.ErrInvalidInput},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

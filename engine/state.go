@@ -35,40 +35,6 @@ type Preview struct {
 	Lines  []string `json:"lines"`
 }
 
-// Verdict is what a person decided about the pending calls of a turn. It is
-// the one type for a decision in the engine, its events and the web layer.
-type Verdict string
-
-// The verdicts.
-const (
-	// VerdictApprove runs the pending calls as proposed.
-	VerdictApprove Verdict = "approve"
-	// VerdictDeny answers every pending call with a denial and runs none.
-	VerdictDeny Verdict = "deny"
-)
-
-// ParseVerdict returns the verdict named s, or an *InputError.
-func ParseVerdict(s string) (Verdict, error) {
-	switch v := Verdict(s); v {
-	case VerdictApprove, VerdictDeny:
-		return v, nil
-	}
-	return "", &InputError{Field: "decision", Message: "The decision must be approve or deny."}
-}
-
-// Approves reports whether the verdict lets calls run; four-eyes forbids
-// the initiator every verdict that does.
-func (v Verdict) Approves() bool { return v == VerdictApprove }
-
-// Decision is a person's answer to a suspended turn. Digest names the turn it
-// was made on.
-type Decision struct {
-	Verdict Verdict
-	Digest  string
-	By      string
-	Reason  string
-}
-
 // maxStateBytes bounds a blob DecodeState accepts.
 const maxStateBytes = 32 << 20
 

@@ -29,11 +29,39 @@ type Previewer interface {
 	Preview(ctx context.Context, args json.RawMessage) ([]string, error)
 }
 
-// NeedsApproval reports whether calls of t wait for a person's approval.
+// AsksOperator is implemented by a tool through which the agent asks the
+// operator a question. Its calls wait like calls that need approval, but
+// they never run: the only decision is an answer, which becomes the result.
+type AsksOperator interface {
+	AsksOperator()
+}
+
+// NeedsApproval reports whether calls of t wait for a person: a tool that
+// requires approval, or a question to the operator.
 func NeedsApproval(t Tool) bool {
 	_, ok := t.(RequiresApproval)
-	return ok
+	_, asks := t.(AsksOperator)
+	return ok || asks
 }
+
+// KindOf says what a call of t is for the person deciding it; nil is a tool
+// that is not offered.
+func KindOf(t Tool) CallKind {
+	switch t.(type) {
+	case nil:
+		return CallUnknown
+	case AsksOperator:
+		return CallQuestion
+	case RequiresApproval:
+		return CallWrite
+	}
+	return CallRead
+}
+
+// ArgsChecker checks arguments against a tool's JSON Schema. Its error says,
+// for a person, which field is wrong and why. The engine declares it and
+// stays free of a schema library; the app supplies one.
+type ArgsChecker func(schema, args json.RawMessage) error
 
 // Agent is a named configuration of the loop: its instructions, the tools it
 // offers and its limits. Agents are presets the operator picks from.

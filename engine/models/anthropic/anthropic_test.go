@@ -123,7 +123,7 @@ func TestDenySeveralCalls(t *testing.T) {
 	l := providertest.NewLoop(newModel(t, config(srv)), j, nil)
 	const prompt = "Publish about and faq."
 	state := providertest.Suspend(t, l, prompt)
-	res, err := l.Resume(context.Background(), state, engine.Decision{Digest: state.Digest(), By: "bob", Reason: "not before the launch"})
+	res, err := l.Resume(context.Background(), state, engine.Decision{Verdict: engine.VerdictDeny, Digest: state.Digest(), By: "bob", Reason: "not before the launch"})
 	if err != nil {
 		t.Fatalf("Resume: %v", err)
 	}

@@ -115,7 +115,7 @@ func TestDenySeveralCalls(t *testing.T) {
 	j := &providertest.Journal{}
 	l := providertest.NewLoop(newModel(t, config(srv)), j, nil)
 	state := providertest.Suspend(t, l, "Publish about and faq.")
-	res, err := l.Resume(context.Background(), state, engine.Decision{Digest: state.Digest(), By: "bob", Reason: "not before the launch"})
+	res, err := l.Resume(context.Background(), state, engine.Decision{Verdict: engine.VerdictDeny, Digest: state.Digest(), By: "bob", Reason: "not before the launch"})
 	if err != nil {
 		t.Fatalf("Resume: %v", err)
 	}

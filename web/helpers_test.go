@@ -3,7 +3,6 @@ package web_test
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,12 +20,11 @@ import (
 	_ "github.com/mattn/go-sqlite3" // the driver of rawDB
 	"golang.org/x/crypto/bcrypt"
 
+	"countersign/app"
+	"countersign/app/apptest"
 	"countersign/engine"
 	"countersign/engine/models/demo"
-	"countersign/engine/tools"
-	"countersign/static"
 	"countersign/store"
-	"countersign/web"
 )
 
 // The people of every test app, by role.
@@ -49,8 +46,8 @@ const (
 // passwordOf is the password of every test user.
 func passwordOf(name string) string { return name + "-password" }
 
-// testApp is the real app, wired as main.go's serve wires it, over a SQLite
-// file in t.TempDir() and served by httptest.
+// testApp is the real app, built by app.New as `countersign serve` builds
+// it, over a SQLite file in t.TempDir() and served by httptest.
 type testApp struct {
 	t      testing.TB
 	db     *store.DB
@@ -59,7 +56,7 @@ type testApp struct {
 	dbPath string
 	agents []engine.Agent
 	users  map[string]store.User
-	log    *syncBuffer
+	log    *apptest.Buffer
 	// workersOff is set by withoutWorkers.
 	workersOff bool
 }
@@ -67,6 +64,7 @@ type testApp struct {
 type appOptions struct {
 	fourEyes  bool
 	noWorkers bool
+	now       func() time.Time
 }
 
 // appOption configures newTestApp.
@@ -80,85 +78,53 @@ func withFourEyes() appOption { return func(o *appOptions) { o.fourEyes = true }
 // no worker ever resumes.
 func withoutWorkers() appOption { return func(o *appOptions) { o.noWorkers = true } }
 
-// modelsFor is the model lookup of main.go's serve: the demo model only.
-func modelsFor(m *demo.Model) func(string) (engine.Model, error) {
-	return func(name string) (engine.Model, error) {
-		if name == demo.Name {
-			return m, nil
-		}
-		return nil, fmt.Errorf("%w %q", engine.ErrUnknownModel, name)
-	}
-}
+// withClock gives the app the clock now in place of time.Now.
+func withClock(now func() time.Time) appOption { return func(o *appOptions) { o.now = now } }
 
-// newTestApp builds and serves the app. Everything is closed in t.Cleanup,
-// in the reverse order of serve: HTTP server, runtime, database. The server
-// log is printed when the test fails.
+// testSessionKey signs the session cookies of every test app.
+const testSessionKey = "0123456789abcdef0123456789abcdef-test-session-key"
+
+// newTestApp builds and serves the app with the demo model. Everything is
+// closed in t.Cleanup, in the reverse order of serve: HTTP server, runtime,
+// database. The server log is printed when the test fails.
 func newTestApp(t testing.TB, opts ...appOption) *testApp {
 	t.Helper()
 	var o appOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
-	ctx := context.Background()
-	logs := &syncBuffer{}
+	logs := &apptest.Buffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("server log:\n%s", logs.String())
 		}
 	})
-	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-
 	path := filepath.Join(t.TempDir(), "cs.db")
-	db, err := store.Open(ctx, path, store.WithBcryptCost(bcrypt.MinCost))
+	a, err := app.New(context.Background(), app.Config{
+		DBPath: path, BcryptCost: bcrypt.MinCost, SessionKey: []byte(testSessionKey), FourEyes: o.fourEyes, Now: o.now,
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
 	if err != nil {
-		t.Fatalf("open store: %v", err)
+		t.Fatalf("app.New: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := db.Close(); err != nil {
-			t.Errorf("close store: %v", err)
+		if err := a.Close(); err != nil {
+			t.Errorf("close app: %v", err)
 		}
 	})
-	pages := db.Pages()
-	if _, err := pages.SeedPages(ctx, tools.SeedPages()); err != nil {
-		t.Fatalf("seed pages: %v", err)
-	}
-	agents := tools.Agents(pages, time.Now)
-	rt, err := engine.NewRuntime(engine.RuntimeConfig{
-		Store: db, Agents: agents, Models: modelsFor(demo.New()),
-		FourEyes: o.fourEyes, Logger: log,
-	})
-	if err != nil {
-		t.Fatalf("new runtime: %v", err)
-	}
 	if !o.noWorkers {
-		rt.Start()
+		a.Start()
 	}
-	t.Cleanup(rt.Close)
-
-	assets, err := static.New()
-	if err != nil {
-		t.Fatalf("static: %v", err)
-	}
-	handler, err := web.New(web.Config{
-		Store: db, Runtime: rt, Agents: agents,
-		Models:     []web.OfferedModel{{Name: demo.Name, Description: demo.Description}},
-		Assets:     assets,
-		SessionKey: []byte("0123456789abcdef0123456789abcdef-test-session-key"),
-		Logger:     log,
-	})
-	if err != nil {
-		t.Fatalf("web.New: %v", err)
-	}
-	srv := httptest.NewServer(handler)
+	srv := httptest.NewServer(a.Handler)
 	t.Cleanup(srv.Close)
 
-	app := &testApp{t: t, db: db, rt: rt, srv: srv, dbPath: path, agents: agents, users: map[string]store.User{}, log: logs,
+	ta := &testApp{t: t, db: a.DB, rt: a.Runtime, srv: srv, dbPath: path, agents: a.Agents, users: map[string]store.User{}, log: logs,
 		workersOff: o.noWorkers}
 	for name, role := range map[string]string{adminName: store.RoleAdmin, olgaName: store.RoleOperator,
 		oscarName: store.RoleOperator, veraName: store.RoleViewer} {
-		app.addUser(name, role)
+		ta.addUser(name, role)
 	}
-	return app
+	return ta
 }
 
 // with returns the app for a subtest: its helpers fail t.
@@ -246,22 +212,22 @@ func (a *testApp) startRun(agent, prompt, by string) engine.Run {
 }
 
 // waitingRun starts a run and waits until it waits for approval. In an app
-// without workers a second runtime over the same database drives it there
-// and is closed again, so the app's own runtime never touches it. That
-// runtime's first reap also takes the queued runs and expired leases there
-// are: call it before storing runs that must stay queued.
+// without workers a second app over the same database drives it there with
+// its runtime and is closed again, so the app's own runtime never touches
+// it. That runtime's first reap also takes the queued runs and expired
+// leases there are: call it before storing runs that must stay queued.
 func (a *testApp) waitingRun(agent, prompt, by string) engine.Run {
 	a.t.Helper()
 	rt := a.rt
 	if a.workersOff {
-		var err error
-		rt, err = engine.NewRuntime(engine.RuntimeConfig{Store: a.db, Agents: a.agents, Models: modelsFor(demo.New()),
+		driver, err := app.New(context.Background(), app.Config{DB: a.db, SessionKey: []byte(testSessionKey),
 			Logger: slog.New(slog.NewTextHandler(a.log, nil))})
 		if err != nil {
 			a.t.Fatalf("driver runtime: %v", err)
 		}
-		rt.Start()
-		defer rt.Close()
+		driver.Start()
+		defer driver.Close()
+		rt = driver.Runtime
 	}
 	r, err := rt.StartRun(context.Background(), engine.NewRun{Agent: agent, Model: demo.Name, Prompt: prompt, InitiatedBy: by})
 	if err != nil {
@@ -608,22 +574,4 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
-}
-
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

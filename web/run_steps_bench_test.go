@@ -17,12 +17,10 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"countersign/app"
 	"countersign/engine"
 	"countersign/engine/models/demo"
-	"countersign/engine/tools"
-	"countersign/static"
 	"countersign/store"
-	"countersign/web"
 )
 
 // BenchmarkRunSteps measures the htmx polling endpoint GET
@@ -71,9 +69,9 @@ func BenchmarkRunSteps(b *testing.B) {
 	b.ReportMetric(float64(l99)/float64(s99), "ratio-p99")
 }
 
-// benchApp is the real app over a SQLite file, wired as main.go's serve
-// wires it, but with its runtime not started: the runs it polls are put in
-// place by the benchmark and no worker touches them.
+// benchApp is the real app over a SQLite file, built by app.New as
+// `countersign serve` builds it, but with its runtime not started: the runs
+// it polls are put in place by the benchmark and no worker touches them.
 type benchApp struct {
 	db      *store.DB
 	handler http.Handler
@@ -82,36 +80,17 @@ type benchApp struct {
 func newBenchApp(b *testing.B) *benchApp {
 	b.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(b.TempDir(), "cs.db"), store.WithBcryptCost(bcrypt.MinCost))
+	a, err := app.New(ctx, app.Config{DBPath: filepath.Join(b.TempDir(), "cs.db"), BcryptCost: bcrypt.MinCost,
+		SessionKey: []byte("bench-session-key-0123456789abcdef0123456789"),
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { db.Close() })
-	if _, err := db.Pages().SeedPages(ctx, tools.SeedPages()); err != nil {
+	b.Cleanup(func() { a.Close() })
+	if _, err := a.DB.CreateUser(ctx, "bench", "bench-password", store.RoleAdmin); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := db.CreateUser(ctx, "bench", "bench-password", store.RoleAdmin); err != nil {
-		b.Fatal(err)
-	}
-	agents := tools.Agents(db.Pages(), time.Now)
-	model := demo.New()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	rt, err := engine.NewRuntime(engine.RuntimeConfig{Store: db, Agents: agents, Logger: log,
-		Models: func(string) (engine.Model, error) { return model, nil }})
-	if err != nil {
-		b.Fatal(err)
-	}
-	assets, err := static.New()
-	if err != nil {
-		b.Fatal(err)
-	}
-	h, err := web.New(web.Config{Store: db, Runtime: rt, Agents: agents, Assets: assets, Logger: log,
-		Models:     []web.OfferedModel{{Name: demo.Name, Description: demo.Description}},
-		SessionKey: []byte("bench-session-key-0123456789abcdef0123456789")})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return &benchApp{db: db, handler: h}
+	return &benchApp{db: a.DB, handler: a.Handler}
 }
 
 // runWithSteps stores a running run, held by a worker whose lease never

@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -15,9 +14,7 @@ import (
 
 	"countersign/engine"
 	"countersign/engine/models/demo"
-	"countersign/static"
 	"countersign/views"
-	"countersign/web"
 )
 
 // fakeClock is the injected clock of an app whose test moves time by hand.
@@ -40,34 +37,6 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
-}
-
-// serveWith serves a second web app over a's store and runtime, its config
-// changed by change: for a test that needs its own clock or limits. It
-// returns a's twin that talks to the new server.
-func (a *testApp) serveWith(change func(*web.Config)) *testApp {
-	a.t.Helper()
-	assets, err := static.New()
-	if err != nil {
-		a.t.Fatalf("static: %v", err)
-	}
-	cfg := web.Config{
-		Store: a.db, Runtime: a.rt, Agents: a.agents,
-		Models:     []web.OfferedModel{{Name: demo.Name, Description: demo.Description}},
-		Assets:     assets,
-		SessionKey: []byte("0123456789abcdef0123456789abcdef-test-session-key"),
-		Logger:     slog.New(slog.NewTextHandler(a.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
-	}
-	change(&cfg)
-	h, err := web.New(cfg)
-	if err != nil {
-		a.t.Fatalf("web.New: %v", err)
-	}
-	srv := httptest.NewServer(h)
-	a.t.Cleanup(srv.Close)
-	b := *a
-	b.srv = srv
-	return &b
 }
 
 // TestSafeNext: after sign-in, a next address that a browser would take
@@ -187,7 +156,7 @@ func mustThrottled(t *testing.T, res *response) time.Duration {
 func TestSignInThrottle(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
-	a := newTestApp(t, withoutWorkers()).serveWith(func(cfg *web.Config) { cfg.Now = clock.Now })
+	a := newTestApp(t, withoutWorkers(), withClock(clock.Now))
 
 	t.Run("per account", func(t *testing.T) {
 		a := a.with(t)

@@ -15,24 +15,22 @@ import (
 	"strings"
 	"time"
 
+	"countersign/app"
 	"countersign/engine"
-	"countersign/engine/models/demo"
-	"countersign/engine/tools"
-	"countersign/static"
 	"countersign/store"
-	"countersign/web"
 )
 
-// InProc is the app wired as main.go's serve wires it (store, demo
-// workspace, runtime with the demo model and four workers, web app, HTTP
-// server on loopback), inside the load program, so that a CPU profile of
-// the server side can be taken. The figures of the reports come from the
+// InProc is the app built by app.New as `countersign serve` builds it
+// (store, demo workspace, runtime with the demo model and four workers, web
+// app), served on loopback inside the load program, so that a CPU profile
+// of the server side can be taken. The figures of the reports come from the
 // real binary; this is for finding what costs.
 type InProc struct {
 	URL      string
 	Password string // of InProcUser
 	DB       *store.DB
 	RT       *engine.Runtime
+	app      *app.App
 	srv      *http.Server
 	prof     *os.File
 }
@@ -41,28 +39,24 @@ type InProc struct {
 // InProc.Password.
 const InProcUser = "bench-admin"
 
+// benchSessionKey signs the session cookies of the in-process apps.
+const benchSessionKey = "bench-session-key-0123456789abcdef0123456789"
+
 // StartInProc serves the database at path on a free loopback port. When
 // cpuprofile is not empty, a CPU profile is written there until Stop.
 func StartInProc(path, cpuprofile string) (*InProc, error) {
 	ctx := context.Background()
-	db, err := store.Open(ctx, path)
+	a, err := app.New(ctx, app.Config{DBPath: path, Workers: 4, SessionKey: []byte(benchSessionKey),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return nil, err
 	}
-	p := &InProc{DB: db, Password: "bench-admin-password"}
-	if _, err := db.Pages().SeedPages(ctx, tools.SeedPages()); err != nil {
-		return nil, err
-	}
-	if _, err := db.UserByName(ctx, InProcUser); errors.Is(err, store.ErrNotFound) {
-		if _, err := db.CreateUser(ctx, InProcUser, p.Password, store.RoleAdmin); err != nil {
+	p := &InProc{DB: a.DB, RT: a.Runtime, app: a, Password: "bench-admin-password"}
+	if _, err := a.DB.UserByName(ctx, InProcUser); errors.Is(err, store.ErrNotFound) {
+		if _, err := a.DB.CreateUser(ctx, InProcUser, p.Password, store.RoleAdmin); err != nil {
 			return nil, err
 		}
 	} else if err != nil {
-		return nil, err
-	}
-	var h http.Handler
-	h, p.RT, err = App(db)
-	if err != nil {
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -70,7 +64,7 @@ func StartInProc(path, cpuprofile string) (*InProc, error) {
 		return nil, err
 	}
 	p.URL = "http://" + ln.Addr().String()
-	p.srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	p.srv = &http.Server{Handler: a.Handler, ReadHeaderTimeout: 10 * time.Second}
 	if cpuprofile != "" {
 		if p.prof, err = os.Create(cpuprofile); err != nil {
 			return nil, err
@@ -79,7 +73,7 @@ func StartInProc(path, cpuprofile string) (*InProc, error) {
 			return nil, err
 		}
 	}
-	p.RT.Start()
+	a.Start()
 	go func() {
 		if err := p.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			fmt.Fprintln(os.Stderr, "in-process server:", err)
@@ -88,33 +82,16 @@ func StartInProc(path, cpuprofile string) (*InProc, error) {
 	return p, nil
 }
 
-// App returns the web app over db as main.go's serve wires it, and its
-// runtime (demo model, four workers), not started.
+// App returns the web app over db, built by app.New as `countersign serve`
+// builds it, and its runtime (demo model, four workers), not started. The
+// caller closes the runtime and db.
 func App(db *store.DB) (http.Handler, *engine.Runtime, error) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	agents := tools.Agents(db.Pages(), time.Now)
-	model := demo.New()
-	rt, err := engine.NewRuntime(engine.RuntimeConfig{Store: db, Agents: agents, Workers: 4, Logger: log,
-		Models: func(name string) (engine.Model, error) {
-			if name == demo.Name {
-				return model, nil
-			}
-			return nil, fmt.Errorf("%w %q", engine.ErrUnknownModel, name)
-		}})
+	a, err := app.New(context.Background(), app.Config{DB: db, Workers: 4, SessionKey: []byte(benchSessionKey),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		return nil, nil, err
 	}
-	assets, err := static.New()
-	if err != nil {
-		return nil, nil, err
-	}
-	h, err := web.New(web.Config{Store: db, Runtime: rt, Agents: agents, Assets: assets, Logger: log,
-		Models:     []web.OfferedModel{{Name: demo.Name, Description: demo.Description}},
-		SessionKey: []byte("bench-session-key-0123456789abcdef0123456789")})
-	if err != nil {
-		return nil, nil, err
-	}
-	return h, rt, nil
+	return a.Handler, a.Runtime, nil
 }
 
 // SignIn signs in to h as name, in process, and returns the Cookie header
@@ -151,12 +128,11 @@ func (p *InProc) Stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = p.srv.Shutdown(ctx)
-	p.RT.Close()
+	p.app.Close()
 	if p.prof != nil {
 		pprof.StopCPUProfile()
 		p.prof.Close()
 	}
-	p.DB.Close()
 }
 
 // Target is a server under load: the real binary or, for profiling, the

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"bytes"
@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"countersign/engine"
-	"countersign/web"
 )
 
 // fakeAPI answers every chat completion and every Messages API request with
@@ -102,21 +101,23 @@ func TestModelEntriesOnTheWire(t *testing.T) {
 		"ANTHROPIC_BASE_URL": claude.url(),
 		"ANTHROPIC_API_KEY":  "sk-ant-secret",
 	}
-	getenv := envOf(env)
-	cfg, err := loadConfig(getenv)
+	getenv := func(key string) string { return env[key] }
+	entries, err := ParseModelSpecs(env["COUNTERSIGN_MODELS"])
 	if err != nil {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer
-	options, byName, err := buildModels(cfg.models, getenv, slog.New(slog.NewTextHandler(&logs, nil)))
+	models, err := BuildModels(entries, getenv, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var names []string
 	descs := map[string]string{}
-	for _, o := range options {
-		names = append(names, o.Name)
-		descs[o.Name] = o.Description
+	byName := map[string]engine.Model{}
+	for _, m := range models {
+		names = append(names, m.Name)
+		descs[m.Name] = m.Description
+		byName[m.Name] = m.Model
 	}
 	want := []string{"demo", "openai:gpt-4o-mini", "openai:Qwen/Qwen3-8B", "openai:qwen/qwen3-8b", "anthropic:claude-sonnet-4-5", "ollama:qwen3:8b"}
 	if !reflect.DeepEqual(names, want) {
@@ -177,102 +178,27 @@ func TestModelEntriesOnTheWire(t *testing.T) {
 	}
 }
 
-// Which entries are offered, which are left out with a warning, and which
-// stop the start-up with an error naming the entry.
-func TestModelEntriesOffered(t *testing.T) {
-	cases := []struct {
-		name    string
-		env     map[string]string
-		want    []string
-		wantErr []string
-		warns   []string
-	}{
-		{name: "an entry's own base URL needs no key",
-			env:  map[string]string{"COUNTERSIGN_MODELS": "openai:qwen3?base_url=http://localhost:8000/v1"},
-			want: []string{"demo", "openai:qwen3"}},
-		{name: "ANTHROPIC_BASE_URL alone serves a gateway",
-			env:  map[string]string{"COUNTERSIGN_MODELS": "anthropic:claude-sonnet-4-5", "ANTHROPIC_BASE_URL": "http://localhost:9000"},
-			want: []string{"demo", "anthropic:claude-sonnet-4-5"}},
-		{name: "api_key_env names an empty variable",
-			env: map[string]string{"COUNTERSIGN_MODELS": "openai:qwen/qwen3-8b?base_url=https://openrouter.ai/api/v1&api_key_env=OPENROUTER_API_KEY",
-				"OPENAI_API_KEY": "sk-test-123"},
-			want: []string{"demo"}, warns: []string{"OPENROUTER_API_KEY"}},
-		{name: "the same entry twice is offered once",
-			env:  map[string]string{"COUNTERSIGN_MODELS": "ollama:qwen3?max_tokens=10,ollama:qwen3?max_tokens=10"},
-			want: []string{"demo", "ollama:qwen3"}},
-		{name: "one name with two sets of options",
-			env:     map[string]string{"COUNTERSIGN_MODELS": "ollama:qwen3,ollama:qwen3?max_tokens=10"},
-			wantErr: []string{"COUNTERSIGN_MODELS", "ollama:qwen3", "twice"}},
-		{name: "an unusable base_url",
-			env:     map[string]string{"COUNTERSIGN_MODELS": "openai:x?base_url=localhost:8000/v1"},
-			wantErr: []string{"model openai:x", "base URL"}},
-		{name: "an unknown option",
-			env:     map[string]string{"COUNTERSIGN_MODELS": "openai:gpt-4o-mini?max_token=10", "OPENAI_API_KEY": "sk-test-123"},
-			wantErr: []string{"COUNTERSIGN_MODELS", "openai:gpt-4o-mini", `unknown option "max_token"`}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			getenv := envOf(tc.env)
-			var logs bytes.Buffer
-			var names []string
-			cfg, err := loadConfig(getenv)
-			if err == nil {
-				var options []web.OfferedModel
-				options, _, err = buildModels(cfg.models, getenv, slog.New(slog.NewTextHandler(&logs, nil)))
-				for _, o := range options {
-					names = append(names, o.Name)
-				}
-			}
-			if len(tc.wantErr) > 0 {
-				if err == nil {
-					t.Fatalf("no error, want one with %q", tc.wantErr)
-				}
-				for _, w := range tc.wantErr {
-					if !strings.Contains(err.Error(), w) {
-						t.Errorf("error %q does not say %q", err, w)
-					}
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(names, tc.want) {
-				t.Errorf("models %q, want %q", names, tc.want)
-			}
-			for _, w := range tc.warns {
-				if !strings.Contains(logs.String(), w) {
-					t.Errorf("no warning naming %s in %q", w, logs.String())
-				}
-			}
-			if strings.Contains(logs.String(), "sk-test-123") {
-				t.Error("an API key reached the log")
-			}
-		})
-	}
-}
-
 func TestParseModelSpec(t *testing.T) {
 	tests := []struct {
 		spec    string
-		want    modelEntry
+		want    ModelEntry
 		wantErr string // a part of the error; the error always names the entry
 	}{
-		{spec: "openai:gpt-4o-mini", want: modelEntry{provider: "openai", model: "gpt-4o-mini"}},
-		{spec: " anthropic:claude-sonnet-4-5 ", want: modelEntry{provider: "anthropic", model: "claude-sonnet-4-5"}},
+		{spec: "openai:gpt-4o-mini", want: ModelEntry{provider: "openai", model: "gpt-4o-mini"}},
+		{spec: " anthropic:claude-sonnet-4-5 ", want: ModelEntry{provider: "anthropic", model: "claude-sonnet-4-5"}},
 		// The model name runs to the first "?": it may hold "/" and ":".
-		{spec: "openai:Qwen/Qwen3-8B", want: modelEntry{provider: "openai", model: "Qwen/Qwen3-8B"}},
-		{spec: "ollama:qwen3:8b", want: modelEntry{provider: "ollama", model: "qwen3:8b"}},
+		{spec: "openai:Qwen/Qwen3-8B", want: ModelEntry{provider: "openai", model: "Qwen/Qwen3-8B"}},
+		{spec: "ollama:qwen3:8b", want: ModelEntry{provider: "ollama", model: "qwen3:8b"}},
 		{spec: "openai:Qwen/Qwen3-8B?base_url=http://localhost:8000/v1&max_tokens=4096&temperature=0.2",
-			want: modelEntry{provider: "openai", model: "Qwen/Qwen3-8B", baseURL: "http://localhost:8000/v1", maxTokens: 4096, temperature: 0.2, hasTemperature: true}},
-		{spec: "ollama:qwen3:8b?temperature=0", want: modelEntry{provider: "ollama", model: "qwen3:8b", hasTemperature: true}},
-		{spec: "openai:gpt-4o-mini?temperature=2&max_tokens=1", want: modelEntry{provider: "openai", model: "gpt-4o-mini", temperature: 2, hasTemperature: true, maxTokens: 1}},
+			want: ModelEntry{provider: "openai", model: "Qwen/Qwen3-8B", baseURL: "http://localhost:8000/v1", maxTokens: 4096, temperature: 0.2, hasTemperature: true}},
+		{spec: "ollama:qwen3:8b?temperature=0", want: ModelEntry{provider: "ollama", model: "qwen3:8b", hasTemperature: true}},
+		{spec: "openai:gpt-4o-mini?temperature=2&max_tokens=1", want: ModelEntry{provider: "openai", model: "gpt-4o-mini", temperature: 2, hasTemperature: true, maxTokens: 1}},
 		{spec: "anthropic:claude-sonnet-4-5?max_tokens=8192&base_url=http://localhost:9000",
-			want: modelEntry{provider: "anthropic", model: "claude-sonnet-4-5", maxTokens: 8192, baseURL: "http://localhost:9000"}},
+			want: ModelEntry{provider: "anthropic", model: "claude-sonnet-4-5", maxTokens: 8192, baseURL: "http://localhost:9000"}},
 		{spec: "openai:qwen/qwen3-8b?base_url=https://openrouter.ai/api/v1&api_key_env=OPENROUTER_API_KEY",
-			want: modelEntry{provider: "openai", model: "qwen/qwen3-8b", baseURL: "https://openrouter.ai/api/v1", keyEnv: "OPENROUTER_API_KEY"}},
+			want: ModelEntry{provider: "openai", model: "qwen/qwen3-8b", baseURL: "https://openrouter.ai/api/v1", keyEnv: "OPENROUTER_API_KEY"}},
 		// Values are percent-decoded, so a base URL may hold "&" or ",".
-		{spec: "openai:m?base_url=http://gw.local/v1%3Fa%3D1%26b%3D2%2C3", want: modelEntry{provider: "openai", model: "m", baseURL: "http://gw.local/v1?a=1&b=2,3"}},
+		{spec: "openai:m?base_url=http://gw.local/v1%3Fa%3D1%26b%3D2%2C3", want: ModelEntry{provider: "openai", model: "m", baseURL: "http://gw.local/v1?a=1&b=2,3"}},
 
 		{spec: "mistral:large", wantErr: "provider openai, anthropic or ollama"},
 		{spec: "openai", wantErr: "provider openai, anthropic or ollama"},

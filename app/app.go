@@ -180,6 +180,7 @@ func (a *App) build(ctx context.Context) error {
 		Lease:     cfg.Lease,
 		ReapEvery: cfg.ReapEvery,
 		FourEyes:  cfg.FourEyes,
+		CheckArgs: checkArgs,
 		Now:       cfg.Now,
 		Logger:    log,
 		Fault:     cfg.Fault,

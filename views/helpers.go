@@ -159,6 +159,8 @@ func outcomeLabel(o string) string {
 		return "bad arguments"
 	case "unknown_tool":
 		return "unknown tool"
+	case "answered":
+		return "answered by the operator"
 	}
 	return ""
 }
@@ -169,6 +171,12 @@ func decisionLabel(d string) string {
 		return "Approved"
 	case "deny":
 		return "Denied"
+	case "edit":
+		return "Edited"
+	case "answer":
+		return "Answered"
+	case "":
+		return "Decided"
 	}
 	return d
 }
@@ -275,9 +283,67 @@ func userURL(id int64, action string) string {
 	return "/users/" + strconv.FormatInt(id, 10) + "/" + action
 }
 
-func approvalIntro(n int) string {
-	if n == 1 {
-		return "The agent wants to make a call that changes something. It does not run until a person approves it."
+func approvalIntro(card ApprovalCard) string {
+	if len(card.Calls) == 1 && card.Calls[0].Kind == "question" {
+		return "The agent asks you a question. It waits for your answer, which it gets as the result."
 	}
-	return "The agent wants to make " + strconv.Itoa(n) + " calls that change something. None runs until a person approves them."
+	if len(card.Calls) == 1 {
+		return "The agent wants to make a call that waits for a person. It does not run until you decide it."
+	}
+	return "The agent wants to make " + strconv.Itoa(len(card.Calls)) + " calls in one turn. None runs until you decide each: " +
+		"approve, deny, edit the arguments, or answer in its place."
 }
+
+func cardTitle(card ApprovalCard) string {
+	for _, c := range card.Calls {
+		if c.Kind != "question" {
+			return "Approval needed"
+		}
+	}
+	return "The agent asks you"
+}
+
+// allLabel names a button that decides every call at once.
+func allLabel(card ApprovalCard, verb string) string {
+	if len(card.Calls) == 1 {
+		return verb
+	}
+	return verb + " all"
+}
+
+func hasEditable(card ApprovalCard) bool {
+	for _, c := range card.Calls {
+		if c.Kind == "read" || c.Kind == "write" {
+			return true
+		}
+	}
+	return false
+}
+
+func kindLabel(kind string) string {
+	switch kind {
+	case "read":
+		return "reads only"
+	case "write":
+		return "changes something"
+	case "question":
+		return "question"
+	}
+	return "not offered"
+}
+
+func answerLabel(kind string) string {
+	if kind == "question" {
+		return "Answer"
+	}
+	return "Answer in its place (it does not run)"
+}
+
+func textLabel(kind string) string {
+	if kind == "question" {
+		return "Your answer"
+	}
+	return "Reason if you deny, or your answer"
+}
+
+func joinOptions(opts []string) string { return strings.Join(opts, " · ") }

@@ -125,6 +125,11 @@ type Step struct {
 	Previews []PreviewView
 	// Decision is "approve" or "deny"; By and Reason say who and why.
 	Decision, By, Reason string
+	// Verdicts are the per-call verdicts of a decision.
+	Verdicts []VerdictView
+	// Original is what the model proposed for a call an operator edited;
+	// EditedBy is who edited it.
+	Original, EditedBy string
 	Termination, Error   string
 	Totals               string
 }
@@ -151,16 +156,36 @@ type ApprovalCard struct {
 	CanDecide bool
 	// Note explains a restriction, e.g. four-eyes.
 	Note string
-	// CanApprove enables the approve button; false (four-eyes) leaves only deny.
+	// CanApprove enables approve and edit; false (four-eyes) leaves deny
+	// and answer.
 	CanApprove bool
 	// Error is why the last decision was refused.
 	Error string
+	// Notice asks the operator to check something before confirming, such
+	// as the preview of an edit.
+	Notice string
 }
 
-// PendingCall is one call awaiting approval.
+// PendingCall is one call awaiting a decision.
 type PendingCall struct {
 	ID, Tool, ArgsPretty string
 	Preview              []string
+	// Kind is "read", "write", "question" or "unknown".
+	Kind string
+	// Question and Options are what a question to the operator asks.
+	Question string
+	Options  []string
+	// Verdict is the verdict the form selects: "approve", "deny", "edit"
+	// or "answer".
+	Verdict string
+	// EditArgs fills the arguments box of an edit; Text the reason or the
+	// answer.
+	EditArgs, Text string
+	// EditPreview is the preview of the edited arguments; Previewed names
+	// the arguments it was computed for, so a confirmation runs exactly
+	// what the operator saw.
+	EditPreview []string
+	Previewed   string
 }
 
 // StepsUpdate is the answer to a poll for the steps after a seq.
@@ -237,4 +262,12 @@ type UserRow struct {
 type ErrorView struct {
 	Status         int
 	Title, Message string
+}
+
+// VerdictView is one call's verdict in a decision step.
+type VerdictView struct {
+	CallID, Tool, Verdict string
+	// Arguments and Original are the edited and proposed arguments of an
+	// edit; Text is a denial's reason or an answer.
+	Arguments, Original, Text string
 }

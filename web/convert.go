@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"countersign/engine"
@@ -71,6 +72,13 @@ func step(re engine.RecordedEvent) views.Step {
 	if ev.Call != nil {
 		s.Tool, s.CallID, s.ArgsPretty = ev.Call.Name, ev.Call.ID, prettyJSON(ev.Call.Arguments)
 	}
+	if ev.Original != "" {
+		s.Original, s.EditedBy = prettyJSON(ev.Original), ev.EditedBy
+	}
+	for _, cv := range ev.Verdicts {
+		s.Verdicts = append(s.Verdicts, views.VerdictView{CallID: cv.CallID, Tool: cv.Tool, Verdict: string(cv.Verdict),
+			Arguments: prettyJSON(cv.Arguments), Original: prettyJSON(cv.Original), Text: cv.Text})
+	}
 	s.ToolCalls = callViews(ev.ToolCalls)
 	s.Pending = callViews(ev.Pending)
 	for _, p := range ev.Previews {
@@ -104,15 +112,36 @@ func prettyJSON(s string) string {
 	return buf.String()
 }
 
-// card builds the approval card of a waiting run from its suspended state.
-func card(run engine.Run, st *engine.SuspendedState) *views.ApprovalCard {
+// card builds the approval card of a waiting run from its suspended state;
+// kind tells reads, writes and questions apart. Each call preselects the
+// verdict a person most often gives it: approve, or answer for a question.
+func card(run engine.Run, st *engine.SuspendedState, kind func(engine.ToolCall) engine.CallKind) *views.ApprovalCard {
 	previews := map[string][]string{}
 	for _, p := range st.Previews {
 		previews[p.CallID] = p.Lines
 	}
 	c := &views.ApprovalCard{RunID: run.ID, Digest: run.PendingDigest}
 	for _, call := range st.Pending {
-		c.Calls = append(c.Calls, views.PendingCall{ID: call.ID, Tool: call.Name, ArgsPretty: prettyJSON(call.Arguments), Preview: previews[call.ID]})
+		pc := views.PendingCall{ID: call.ID, Tool: call.Name, ArgsPretty: prettyJSON(call.Arguments), Preview: previews[call.ID],
+			Kind: string(kind(call)), Verdict: string(engine.VerdictApprove), EditArgs: prettyJSON(call.Arguments)}
+		if pc.Kind == string(engine.CallQuestion) {
+			pc.Verdict = string(engine.VerdictAnswer)
+			pc.Question, pc.Options = questionOf(call.Arguments)
+		}
+		c.Calls = append(c.Calls, pc)
 	}
 	return c
+}
+
+// questionOf reads the question and suggested answers of a question to the
+// operator; arguments that do not parse are shown as they came.
+func questionOf(args string) (string, []string) {
+	var q struct {
+		Question string   `json:"question"`
+		Options  []string `json:"options"`
+	}
+	if err := json.Unmarshal([]byte(args), &q); err != nil || strings.TrimSpace(q.Question) == "" {
+		return args, nil
+	}
+	return q.Question, q.Options
 }

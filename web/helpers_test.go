@@ -452,6 +452,15 @@ func formOf(f *goquery.Selection) (action string, v url.Values) {
 			v.Set(name, s.Text())
 			return
 		}
+		// As a browser does: unchecked radios and checkboxes and disabled
+		// inputs are not sent.
+		typ := s.AttrOr("type", "")
+		if _, checked := s.Attr("checked"); (typ == "radio" || typ == "checkbox") && !checked {
+			return
+		}
+		if _, disabled := s.Attr("disabled"); disabled {
+			return
+		}
 		val, _ := s.Attr("value")
 		v.Set(name, val)
 	})

@@ -5,6 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"countersign/engine"
 	"countersign/views"
 )
 
@@ -30,7 +31,12 @@ func (s *server) inbox(c echo.Context) error {
 		if sus, err := s.db.SuspendedState(ctx, r.ID); err == nil {
 			if st, err := sus.Decode(); err == nil {
 				for _, p := range st.Pending {
-					item.Tools = append(item.Tools, p.Name)
+					name := p.Name
+					if s.rt.CallKind(r.Agent, p) == engine.CallQuestion {
+						q, _ := questionOf(p.Arguments)
+						name = "question: " + q
+					}
+					item.Tools = append(item.Tools, name)
 				}
 			} else {
 				item.Tools = []string{"(damaged state)"}

@@ -69,13 +69,18 @@ func (s *server) approvalCard(c echo.Context, run engine.Run) *views.ApprovalCar
 		return &views.ApprovalCard{RunID: run.ID, Digest: run.PendingDigest, CSRF: csrfToken(c),
 			Error: "The stored state of this run is damaged, so it cannot be approved. An operator can cancel it."}
 	}
-	card := card(run, st)
+	card := card(run, st, func(tc engine.ToolCall) engine.CallKind { return s.rt.CallKind(run.Agent, tc) })
 	card.CSRF = csrfToken(c)
 	card.CanDecide = hasRole(c, store.RoleOperator)
 	card.CanApprove = card.CanDecide
 	if u, ok := currentUser(c); ok && card.CanDecide && !s.rt.MayApprove(run, u.Name) {
 		card.CanApprove = false
-		card.Note = "You started this run and its agent needs a second approver: another operator must approve it. You may deny it."
+		card.Note = "You started this run and its agent needs a second approver: another operator must approve or edit its calls. You may deny or answer them."
+	}
+	for i := range card.Calls {
+		if pc := &card.Calls[i]; pc.Verdict == string(engine.VerdictApprove) && !card.CanApprove {
+			pc.Verdict = string(engine.VerdictDeny)
+		}
 	}
 	return card
 }

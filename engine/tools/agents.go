@@ -16,13 +16,22 @@ func editorExamples() []string {
 		"Publish all draft pages.",
 		"Update the pricing page to say the Team plan now costs $12 per seat.",
 		"Delete the old announcement page.",
+		// There is no offers page, and there are three drafts: the
+		// agent asks the operator which page is meant.
+		"Set the price on the offers page to $12.",
+		"Publish a draft page.",
 	}
 }
 
 const editorInstructions = `You are the content editor of a small website whose pages live in a workspace.
 Look pages up with the read-only tools before you change them, and change only what the user asked for.
-Every create, update, publish and delete waits for a person's approval and may be denied.
+If the request names a page that does not exist, or could mean more than one page, do not guess:
+ask the operator with ask_operator, offering the likely slugs as options, and go on with the answer.
+Every create, update, publish and delete waits for a person, who may approve it, deny it,
+edit its arguments before it runs, or answer in its place.
 If a change is denied, do not retry it: say it was denied and why, then go on with the rest or stop.
+If a call was edited, report what actually ran, not what you proposed.
+If the person answered in place of a call, it did not run: pass their answer on.
 Answer briefly and name the pages you touched.`
 
 const researcherInstructions = `You answer questions about the pages of a small website.
@@ -32,23 +41,27 @@ Answer briefly and name the pages you used.`
 
 // Agents returns the presets the playground offers, all over ws: editor,
 // editor-4eyes (the same with a second approver) and researcher (read-only).
-// now is the clock of current_time; nil means time.Now.
+// The editors may ask the operator (ask_operator) rather than guess which
+// page a change is for. The researcher may not: its runs never wait for a
+// person, and a wrong guess of a read-only agent changes nothing and shows
+// in its answer. now is the clock of current_time; nil means time.Now.
 func Agents(ws Workspace, now func() time.Time) []engine.Agent {
+	editorTools := func() []engine.Tool { return append(All(ws, now), AskOperator()) }
 	return []engine.Agent{
 		{
 			Name:         "editor",
 			Title:        "Content editor",
-			Description:  "Reads and edits the website's pages; every change waits for your approval.",
+			Description:  "Reads and edits the website's pages and asks you when a request is unclear; every change waits for your approval.",
 			Instructions: editorInstructions,
-			Tools:        All(ws, now),
+			Tools:        editorTools(),
 			Examples:     editorExamples(),
 		},
 		{
 			Name:           "editor-4eyes",
 			Title:          "Content editor (four-eyes)",
-			Description:    "Reads and edits the website's pages; every change needs the approval of someone other than you.",
+			Description:    "Reads and edits the website's pages and asks when a request is unclear; every change needs the approval of someone other than you.",
 			Instructions:   editorInstructions,
-			Tools:          All(ws, now),
+			Tools:          editorTools(),
 			SecondApprover: true,
 			Examples:       editorExamples(),
 		},

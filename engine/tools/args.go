@@ -13,32 +13,40 @@ import (
 // field, or a field of the wrong type.
 var ErrInvalidArguments = errors.New("invalid arguments")
 
-// param is one argument of a tool. Every argument of the built-in tools is a
-// string; params give both the schema and the decoding.
+// param is one argument of a tool: a string, or with list a list of
+// strings. params give both the schema and the decoding.
 type param struct {
 	name        string
 	description string
 	required    bool
 	pattern     string
+	list        bool
 }
 
 // args holds the decoded arguments that were present.
-type args map[string]string
+type args struct {
+	strs  map[string]string
+	lists map[string][]string
+}
 
 // str returns a required argument.
-func (a args) str(name string) string { return a[name] }
+func (a args) str(name string) string { return a.strs[name] }
 
 // opt returns an optional argument, or nil when it was absent.
 func (a args) opt(name string) *string {
-	v, ok := a[name]
+	v, ok := a.strs[name]
 	if !ok {
 		return nil
 	}
 	return &v
 }
 
-// parseArgs decodes a JSON object of string fields. Unknown fields are
-// refused, and so are missing required ones; a null field counts as absent.
+// list returns a list argument, nil when it was absent.
+func (a args) list(name string) []string { return a.lists[name] }
+
+// parseArgs decodes a JSON object of string and string-list fields. Unknown
+// fields are refused, and so are missing required ones; a null field counts
+// as absent.
 // Empty input and null count as {} since some models send them for tools
 // without arguments.
 func parseArgs(raw json.RawMessage, params []param) (args, error) {
@@ -47,11 +55,11 @@ func parseArgs(raw json.RawMessage, params []param) (args, error) {
 		raw = []byte("{}")
 	}
 	if raw[0] != '{' {
-		return nil, fmt.Errorf("%w: expected a JSON object", ErrInvalidArguments)
+		return args{}, fmt.Errorf("%w: expected a JSON object", ErrInvalidArguments)
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidArguments, err)
+		return args{}, fmt.Errorf("%w: %v", ErrInvalidArguments, err)
 	}
 	names := make([]string, 0, len(fields))
 	for name := range fields {
@@ -60,38 +68,57 @@ func parseArgs(raw json.RawMessage, params []param) (args, error) {
 	slices.Sort(names)
 	for _, name := range names {
 		if !slices.ContainsFunc(params, func(p param) bool { return p.name == name }) {
-			return nil, fmt.Errorf("%w: unknown field %q", ErrInvalidArguments, name)
+			return args{}, fmt.Errorf("%w: unknown field %q", ErrInvalidArguments, name)
 		}
 	}
-	a := make(args, len(params))
+	a := args{strs: make(map[string]string, len(params))}
 	for _, p := range params {
 		v, ok := fields[p.name]
 		if !ok || string(bytes.TrimSpace(v)) == "null" {
 			if p.required {
-				return nil, fmt.Errorf("%w: missing required field %q", ErrInvalidArguments, p.name)
+				return args{}, fmt.Errorf("%w: missing required field %q", ErrInvalidArguments, p.name)
 			}
+			continue
+		}
+		if p.list {
+			var l []string
+			if err := json.Unmarshal(v, &l); err != nil {
+				return args{}, fmt.Errorf("%w: field %q must be a list of strings", ErrInvalidArguments, p.name)
+			}
+			if a.lists == nil {
+				a.lists = make(map[string][]string)
+			}
+			a.lists[p.name] = l
 			continue
 		}
 		var s string
 		if err := json.Unmarshal(v, &s); err != nil {
-			return nil, fmt.Errorf("%w: field %q must be a string", ErrInvalidArguments, p.name)
+			return args{}, fmt.Errorf("%w: field %q must be a string", ErrInvalidArguments, p.name)
 		}
-		a[p.name] = s
+		a.strs[p.name] = s
 	}
 	return a, nil
 }
 
-// schema returns the JSON Schema of an object of the given string params.
+// schema returns the JSON Schema of an object of the given params.
 func schema(params []param) json.RawMessage {
+	type item struct {
+		Type string `json:"type"`
+	}
 	type property struct {
 		Type        string `json:"type"`
 		Description string `json:"description,omitempty"`
 		Pattern     string `json:"pattern,omitempty"`
+		Items       *item  `json:"items,omitempty"`
 	}
 	props := make(map[string]property, len(params))
 	required := []string{}
 	for _, p := range params {
-		props[p.name] = property{Type: "string", Description: p.description, Pattern: p.pattern}
+		prop := property{Type: "string", Description: p.description, Pattern: p.pattern}
+		if p.list {
+			prop.Type, prop.Pattern, prop.Items = "array", "", &item{Type: "string"}
+		}
+		props[p.name] = prop
 		if p.required {
 			required = append(required, p.name)
 		}

@@ -7,6 +7,8 @@
 // Read-only tools run freely. The four write tools implement
 // engine.RequiresApproval, so a person approves every call, and
 // engine.Previewer, so that person sees what the call would change first.
+// ask_operator implements engine.AsksOperator: the agent asks the operator
+// a question, and the operator's answer is the call's result.
 //
 // Tool results are compact JSON text, which models (the offline demo model
 // above all) parse.

@@ -3,6 +3,7 @@ package tools
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"countersign/engine"
@@ -108,16 +109,17 @@ func TestSchemas(t *testing.T) {
 func TestAgents(t *testing.T) {
 	agents := Agents(NewMemory(fixedNow), fixedNow)
 	tests := []struct {
-		name     string
-		title    string
-		tools    int
-		writes   int
-		second   bool
-		examples int
+		name      string
+		title     string
+		tools     int
+		writes    int
+		questions int
+		second    bool
+		examples  int
 	}{
-		{"editor", "Content editor", 9, 4, false, 7},
-		{"editor-4eyes", "Content editor (four-eyes)", 9, 4, true, 7},
-		{"researcher", "Researcher (read-only)", 5, 0, false, 4},
+		{"editor", "Content editor", 10, 4, 1, false, 9},
+		{"editor-4eyes", "Content editor (four-eyes)", 10, 4, 1, true, 9},
+		{"researcher", "Researcher (read-only)", 5, 0, 0, false, 4},
 	}
 	if len(agents) != len(tests) {
 		t.Fatalf("got %d agents, want %d", len(agents), len(tests))
@@ -130,19 +132,26 @@ func TestAgents(t *testing.T) {
 		if agents[i].Name != tt.name {
 			t.Errorf("agent %d is %q, want %q", i, agents[i].Name, tt.name)
 		}
-		writes := 0
+		writes, questions := 0, 0
 		for _, tl := range a.Tools {
-			if engine.NeedsApproval(tl) {
+			switch engine.KindOf(tl) {
+			case engine.CallWrite:
 				writes++
+			case engine.CallQuestion:
+				questions++
 			}
 		}
-		if a.Title != tt.title || len(a.Tools) != tt.tools || writes != tt.writes ||
+		if a.Title != tt.title || len(a.Tools) != tt.tools || writes != tt.writes || questions != tt.questions ||
 			a.SecondApprover != tt.second || len(a.Examples) != tt.examples {
-			t.Errorf("%s: title %q, %d tools (%d writes), second approver %v, %d examples",
-				a.Name, a.Title, len(a.Tools), writes, a.SecondApprover, len(a.Examples))
+			t.Errorf("%s: title %q, %d tools (%d writes, %d questions), second approver %v, %d examples",
+				a.Name, a.Title, len(a.Tools), writes, questions, a.SecondApprover, len(a.Examples))
 		}
 		if a.Description == "" || a.Instructions == "" {
 			t.Errorf("%s: missing description or instructions", a.Name)
+		}
+		// An agent that may ask is told when to.
+		if asks := questions > 0; asks != strings.Contains(a.Instructions, "ask_operator") {
+			t.Errorf("%s: %d question tools, but the instructions say %q", a.Name, questions, a.Instructions)
 		}
 	}
 	editor, _ := AgentByName(agents, "editor")

@@ -341,3 +341,60 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		_ = m
 	}
 }
+
+// Suspend -> a verdict per call on a turn of four tool_use blocks: one
+// approved, one denied, one edited, one answered. All four are answered in
+// one user message, one tool_result per tool_use, in the model's order;
+// only the denial has is_error (the field is left out, not false,
+// elsewhere). The edited call ran with the operator's arguments and its
+// result says so; the answered one did not run; the assistant message
+// keeps the input the model proposed.
+func TestMixedVerdictsInOneTurn(t *testing.T) {
+	calls := []engine.ToolCall{
+		providertest.Call("toolu_Ok", "publish_page", `{"slug": "about"}`),
+		providertest.Call("toolu_No", "publish_page", `{"slug": "faq"}`),
+		providertest.Call("toolu_Ed", "publish_page", `{"slug": "pricing"}`),
+		providertest.Call("toolu_An", "count_words", `{"slug": "welcome"}`),
+	}
+	srv := providertest.NewServer(t, callsReply(600, 120, calls...),
+		textReply("Published about and welcome; faq was denied; the operator answered for welcome's count.", 900, 20))
+	j := &providertest.Journal{}
+	l := providertest.NewLoop(newModel(t, config(srv)), j, nil)
+	const prompt = "Publish about, faq and pricing, and count welcome."
+	state := providertest.Suspend(t, l, prompt)
+	res, err := l.Resume(context.Background(), state, engine.Decision{Digest: state.Digest(), By: "carol", Calls: []engine.CallVerdict{
+		{CallID: "toolu_An", Verdict: engine.VerdictAnswer, Text: "It has 120 words; no need to count."},
+		{CallID: "toolu_Ed", Verdict: engine.VerdictEdit, Arguments: `{"slug": "welcome"}`},
+		{CallID: "toolu_No", Verdict: engine.VerdictDeny, Text: "faq stays a draft"},
+		{CallID: "toolu_Ok", Verdict: engine.VerdictApprove},
+	}})
+	if err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	if got, want := j.List(), []string{"publish_page about", "publish_page welcome"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ran %v, want %v", got, want)
+	}
+
+	results := providertest.ToolContents(res.Transcript)
+	if len(results) != 4 {
+		t.Fatalf("%d tool results, want 4", len(results))
+	}
+	no, ed, an := results[1], results[2], results[3]
+	if !strings.HasPrefix(no, engine.DeniedPrefix) || !strings.Contains(no, "faq stays a draft") {
+		t.Errorf("denied result %q", no)
+	}
+	if !strings.HasPrefix(ed, engine.EditedPrefix) || !strings.Contains(ed, `{"slug":"welcome"}`) ||
+		!strings.Contains(ed, `{"slug": "pricing"}`) || !strings.HasSuffix(ed, "\npublished welcome") {
+		t.Errorf("edited result %q", ed)
+	}
+	if !strings.HasPrefix(an, engine.AnsweredPrefix) || !strings.Contains(an, "carol") ||
+		!strings.HasSuffix(an, "\nIt has 120 words; no need to count.") {
+		t.Errorf("answered result %q", an)
+	}
+	providertest.AssertJSON(t, "request after the decision", srv.Body(1), requestJSON(promptJSON(prompt), assistantJSON(calls...),
+		resultsJSON(
+			resultJSON("toolu_Ok", "published about", false),
+			resultJSON("toolu_No", no, true),
+			resultJSON("toolu_Ed", ed, false),
+			resultJSON("toolu_An", an, false))))
+}

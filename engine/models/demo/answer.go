@@ -12,24 +12,37 @@ import (
 )
 
 // troubleAnswer is the final answer after a turn in which a call was
-// denied, refused or failed. It reports what was done, what was not and why
-// (quoting the operator's reason), and the steps the script did not reach.
+// denied, refused, answered in place of running, or failed. It reports what
+// was done (as it ran, edits included), what was not and why (quoting the
+// operator's reasons and answers), and the steps the script did not reach.
 // It never leads to another call.
 func troubleAnswer(turns []turn, notReached []string) string {
-	var done, notDone, reasons []string
-	var denied, refused, failed int
+	var done, notDone, answers []string
+	var refused, failed int
+	denied, reasons, partial := denials(turns)
 	for _, t := range turns {
 		for i, c := range t.calls {
 			r := t.results[i]
 			switch r.outcome {
 			case outcomeOK:
-				done = append(done, pastTense(c, r.content))
-			case outcomeDenied:
-				denied++
-				notDone = append(notDone, infinitive(c)+" (denied by the operator)")
-				if reason := denialReason(r.content); reason != "" && !slices.Contains(reasons, reason) {
-					reasons = append(reasons, reason)
+				s := pastTense(t.ran(i), r.content)
+				if r.edited != nil {
+					s += " (as the operator edited it before it ran)"
 				}
+				done = append(done, s)
+			case outcomeAnswered:
+				if t.answeredQuestion(i) {
+					done = append(done, "asked the operator "+quote(argOf(c, "question"))+"; they answered "+quote(oneLine(clip(r.answer, 300))))
+					continue
+				}
+				answers = append(answers, fmt.Sprintf("Instead of letting me %s, the operator answered: %s", infinitive(c), quoteSentence(oneLine(clip(r.answer, 500)))))
+				notDone = append(notDone, infinitive(c)+" (not run: the operator answered instead)")
+			case outcomeDenied:
+				s := infinitive(c) + " (denied by the operator"
+				if reason := denialReason(r.content); reason != "" && len(reasons) > 1 {
+					s += ": " + quote(reason)
+				}
+				notDone = append(notDone, s+")")
 			case outcomeNotPermitted:
 				refused++
 				notDone = append(notDone, infinitive(c)+" (not run: the tool is no longer permitted for this agent)")
@@ -39,7 +52,11 @@ func troubleAnswer(turns []turn, notReached []string) string {
 				if rest, ok := cutPrefixFold(msg, "error:"); ok {
 					msg = rest
 				}
-				notDone = append(notDone, infinitive(c)+" (failed: "+clip(msg, 300)+")")
+				what := infinitive(t.ran(i)) + " (failed: "
+				if r.edited != nil {
+					what = infinitive(t.ran(i)) + " (edited by the operator, then failed: "
+				}
+				notDone = append(notDone, what+clip(msg, 300)+")")
 			default:
 				failed++
 				notDone = append(notDone, infinitive(c)+" (no result came back)")
@@ -51,11 +68,23 @@ func troubleAnswer(turns []turn, notReached []string) string {
 	}
 
 	var b strings.Builder
-	switch {
-	case denied > 0 && len(reasons) == 0:
-		b.WriteString("The operator denied the request without giving a reason, so I stopped.")
-	case denied > 0:
-		fmt.Fprintf(&b, "The operator denied the request, so I stopped. Reason given: %s.", quoteAll(reasons))
+	if denied > 0 {
+		what, then := "The operator denied the request", ", so I stopped."
+		if partial {
+			what, then = "The operator approved part of the request and denied the rest", ", so I did only what was approved and stopped."
+		}
+		switch len(reasons) {
+		case 0:
+			b.WriteString(what + " without giving a reason" + then)
+		case 1:
+			fmt.Fprintf(&b, "%s%s Reason given: %s.", what, then, quote(reasons[0]))
+		default:
+			b.WriteString(what + then + " The reasons are below.")
+		}
+	}
+	for _, a := range answers {
+		sep(&b)
+		b.WriteString(a)
 	}
 	if refused > 0 {
 		sep(&b)
@@ -63,7 +92,7 @@ func troubleAnswer(turns []turn, notReached []string) string {
 	}
 	if failed > 0 {
 		sep(&b)
-		if denied+refused == 0 {
+		if denied+refused+len(answers) == 0 {
 			b.WriteString("I could not finish: a tool reported an error.")
 		} else {
 			b.WriteString("A tool also reported an error.")
@@ -81,6 +110,53 @@ func troubleAnswer(turns []turn, notReached []string) string {
 	}
 	b.WriteString("\nI did not retry anything and made no further tool calls.")
 	return b.String()
+}
+
+// denials counts the denied calls of turns and collects the distinct
+// reasons given. partial reports a turn whose calls were partly denied and
+// partly run: the operator approved some of them.
+func denials(turns []turn) (denied int, reasons []string, partial bool) {
+	for _, t := range turns {
+		ran, deniedHere := 0, 0
+		for i, r := range t.results {
+			switch {
+			case r.outcome == outcomeDenied:
+				deniedHere++
+				if reason := denialReason(r.content); reason != "" && !slices.Contains(reasons, reason) {
+					reasons = append(reasons, reason)
+				}
+			case r.outcome == outcomeOK, r.edited != nil, t.answeredQuestion(i):
+				ran++
+			}
+		}
+		denied += deniedHere
+		partial = partial || deniedHere > 0 && ran > 0
+	}
+	return denied, reasons, partial
+}
+
+// editsTold says, for a final answer, which calls the operator edited
+// before they ran and what ran instead: "" when none was edited.
+func editsTold(turns []turn) string {
+	var out []string
+	for _, t := range turns {
+		for i, c := range t.calls {
+			e := t.results[i].edited
+			if e == nil {
+				continue
+			}
+			ran := t.ran(i)
+			switch {
+			case e.args == "":
+				out = append(out, fmt.Sprintf("The operator edited my call to %s before it ran; I could not read what ran instead.", infinitive(c)))
+			case infinitive(ran) != infinitive(c):
+				out = append(out, fmt.Sprintf("The operator edited my call to %s before it ran, so it %s instead.", infinitive(c), pastTense(ran, "")))
+			case ran.Arguments != c.Arguments:
+				out = append(out, fmt.Sprintf("The operator edited my call to %s before it ran; it ran with %s.", infinitive(c), clip(ran.Arguments, 300)))
+			}
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // cannotAnswer is the final answer when the script needs tools the agent
@@ -124,6 +200,8 @@ func infinitive(c engine.ToolCall) string {
 		return "publish the page " + quote(slugOf(c))
 	case toolDeletePage:
 		return "delete the page " + quote(slugOf(c))
+	case toolAskOperator:
+		return "ask the operator " + quote(argOf(c, "question"))
 	}
 	return "call " + c.Name
 }
@@ -156,6 +234,8 @@ func pastTense(c engine.ToolCall, content string) string {
 		return "published the page " + quote(slugOf(c))
 	case toolDeletePage:
 		return "deleted the page " + quote(slugOf(c))
+	case toolAskOperator:
+		return "asked the operator " + quote(argOf(c, "question"))
 	}
 	return "called " + c.Name
 }
@@ -177,13 +257,13 @@ func argOf(c engine.ToolCall, key string) string {
 // quote puts s in typographic quotes.
 func quote(s string) string { return "“" + s + "”" }
 
-// quoteAll quotes each of ss and joins them with semicolons.
-func quoteAll(ss []string) string {
-	q := make([]string, len(ss))
-	for i, s := range ss {
-		q[i] = quote(s)
+// quoteSentence quotes s as the end of a sentence, adding a full stop
+// unless s ends with its own.
+func quoteSentence(s string) string {
+	if strings.HasSuffix(s, ".") || strings.HasSuffix(s, "!") || strings.HasSuffix(s, "?") || strings.HasSuffix(s, "…") {
+		return quote(s)
 	}
-	return strings.Join(q, "; ")
+	return quote(s) + "."
 }
 
 // plural returns "1 word" or "57 words".

@@ -5,8 +5,12 @@
 // and plans the tool calls for them, one turn at a time. It keeps no state:
 // every call to Generate reads the transcript, finds the last user prompt and
 // what happened since, and decides the next assistant message from that
-// alone. After a denial, a refusal or a tool error it answers in plain words
-// and never calls another tool.
+// alone. After a denial, a refusal, an answer in place of a tool or a tool
+// error it answers in plain words and never calls another tool. It reads
+// the operator's edits (it reports what ran, not what it proposed) and asks
+// the operator (ask_operator, when offered) which page is meant when a
+// prompt names none or one that does not exist, and goes on with the
+// answer.
 package demo
 
 import (
@@ -50,6 +54,8 @@ func Examples() []string {
 		"Publish all draft pages.",
 		"Update the pricing page to say the Team plan now costs $12 per seat.",
 		"Delete the old announcement page.",
+		"Set the price on the offers page to $12.",
+		"Publish a draft page.",
 	}
 }
 
@@ -87,8 +93,14 @@ func (m *Model) Generate(ctx context.Context, req engine.ModelRequest) (engine.M
 }
 
 // decide picks the next reply. Problems come first: once a call of the run
-// was denied, refused or failed, the model only reports and stops.
+// was denied, refused, answered in place of running, or failed, the model
+// only reports and stops. A script whose page is not known yet is first
+// made from what the conversation found out about it. A final answer says
+// what the operator's edits changed, unless the script already did.
 func decide(conv conversation, s script, offered map[string]bool) reply {
+	if s.find != nil {
+		s = s.find.script(conv.turns, offered)
+	}
 	for i, t := range conv.turns {
 		if t.troubled() {
 			return reply{text: troubleAnswer(conv.turns[:i+1], s.stepsAfter(i))}
@@ -97,7 +109,13 @@ func decide(conv conversation, s script, offered map[string]bool) reply {
 	if missing := s.missing(offered); len(missing) > 0 {
 		return reply{text: cannotAnswer(s.goal, missing, offered)}
 	}
-	return s.next(conv.turns)
+	r := s.next(conv.turns)
+	if len(r.calls) == 0 && !r.editsTold {
+		if told := editsTold(conv.turns); told != "" {
+			r.text += " " + told
+		}
+	}
+	return r
 }
 
 // offeredTools returns the names of the tools on offer.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -456,7 +457,7 @@ func TestExamplesArePlanned(t *testing.T) {
 	for _, e := range Examples() {
 		resp, err := New().Generate(context.Background(), engine.ModelRequest{
 			Messages: []engine.Message{{Role: engine.RoleUser, Content: e}},
-			Tools:    specs(allTools),
+			Tools:    specs(append(slices.Clone(allTools), toolAskOperator)),
 		})
 		if err != nil {
 			t.Fatalf("%q: %v", e, err)
@@ -548,6 +549,9 @@ func TestPageIn(t *testing.T) {
 		{"publish `winter-sale`", "winter-sale"},
 		{"publish the winter sale page", "winter-sale"},
 		{"publish it", ""},
+		{"Set the price on the offers page to $12.", "offers"},
+		{"update the text of the team offsite page", "team-offsite"},
+		{"Publish a draft page.", ""},
 	}
 	for _, tt := range tests {
 		if got := pageIn(normalise(tt.prompt)); got != tt.want {

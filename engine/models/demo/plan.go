@@ -18,6 +18,7 @@ const (
 	toolUpdatePage  = "update_page"
 	toolPublishPage = "publish_page"
 	toolDeletePage  = "delete_page"
+	toolAskOperator = "ask_operator"
 )
 
 // Prompt patterns, matched against the lower-cased prompt. plan tries them
@@ -82,7 +83,8 @@ func plan(prompt string) script {
 		if m := rePlan.FindStringSubmatch(p); m != nil && !isFiller(m[1]) {
 			planName = m[1]
 		}
-		return updatePriceScript(slug, reAmount.FindStringSubmatch(p)[1], planName)
+		amount := reAmount.FindStringSubmatch(p)[1]
+		return findPage(slug, "update", func(slug string) script { return updatePriceScript(slug, amount, planName) })
 	case reDelete.MatchString(p):
 		return withPage(p, "delete", deleteScript)
 	case reWords.MatchString(p) && rePublish.MatchString(p):
@@ -104,13 +106,37 @@ func plan(prompt string) script {
 	return unknownScript()
 }
 
-// withPage builds a script for the page the prompt names, or asks which page
-// is meant.
+// withPage builds a script for the page the prompt names. A page that is
+// not one of the seeded ones, or none, is found first (see findPage).
 func withPage(p, verb string, build func(slug string) script) script {
-	if slug := pageIn(p); slug != "" {
+	return findPage(pageIn(p), verb, build)
+}
+
+// findPage returns build(slug) for a seeded page. For any other page, or
+// none (slug ""), it returns a script that finds the page first: it lists
+// the pages and, unless the named one is there, asks the operator which
+// page to verb. Without the tools for that it does what it did before
+// ask_operator existed: it tries the named page, or asks in its answer.
+func findPage(slug, verb string, build func(slug string) script) script {
+	if seededPage(slug) {
 		return build(slug)
 	}
-	return askScript("Which page should I " + verb + "? Name it, for example “the pricing page” or “the release notes”.")
+	fallback := askScript("Which page should I " + verb + "? Name it, for example “the pricing page” or “the release notes”.")
+	if slug != "" {
+		fallback = build(slug)
+	}
+	return script{find: &finder{slug: slug, verb: verb, build: build, fallback: fallback}}
+}
+
+// seededPage reports whether slug is a page of the seeded workspace, which
+// the model knows without looking.
+func seededPage(slug string) bool {
+	for _, a := range pageAliases {
+		if a.slug == slug {
+			return true
+		}
+	}
+	return false
 }
 
 // normalise lower-cases a prompt and straightens its apostrophes.
@@ -138,6 +164,13 @@ func pageIn(p string) string {
 	}
 	if m := reNamedPage.FindStringSubmatch(p); m != nil {
 		words := strings.Fields(m[1])
+		// "the price on the offers page" names the page "offers".
+		for i := len(words) - 1; i >= 0; i-- {
+			if isLink(words[i]) {
+				words = words[i+1:]
+				break
+			}
+		}
 		for len(words) > 0 && isFiller(words[0]) {
 			words = words[1:]
 		}
@@ -152,6 +185,16 @@ func pageIn(p string) string {
 func isFiller(w string) bool {
 	switch w {
 	case "the", "a", "an", "our", "my", "this", "that", "new", "whole", "entire", "current", "same", "one", "all", "every", "each", "draft":
+		return true
+	}
+	return false
+}
+
+// isLink reports whether w joins words rather than names a page: an
+// article or a preposition.
+func isLink(w string) bool {
+	switch w {
+	case "the", "on", "of", "in", "to", "for", "from", "at", "into", "onto":
 		return true
 	}
 	return false

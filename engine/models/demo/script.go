@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"countersign/engine"
 )
 
 // script is the plan for one kind of prompt.
@@ -19,12 +21,18 @@ type script struct {
 	// next returns the reply after the turns done so far, all of which
 	// succeeded: the next turn's calls or the final answer.
 	next func(done []turn) reply
+	// find, when set, means the page is not known yet: the script is the
+	// one find makes of the conversation.
+	find *finder
 }
 
 // reply is the next assistant message: text and the calls to make.
 type reply struct {
 	text  string
 	calls []plannedCall
+	// editsTold says that the text already tells what the operator's
+	// edits changed.
+	editsTold bool
 }
 
 // plannedCall is a tool call before it gets its ID and encoded arguments.
@@ -83,15 +91,22 @@ func call(text, name string, args any) reply {
 // lastResult returns the result of the last successful call of tool name in
 // the turns done.
 func lastResult(done []turn, name string) (string, bool) {
+	_, r, ok := lastCall(done, name)
+	return r.content, ok
+}
+
+// lastCall returns the last successful call of tool name in the turns done,
+// as it ran (with the operator's edits), and its result.
+func lastCall(done []turn, name string) (engine.ToolCall, result, bool) {
 	for i := len(done) - 1; i >= 0; i-- {
 		t := done[i]
 		for j := len(t.calls) - 1; j >= 0; j-- {
 			if t.calls[j].Name == name && t.results[j].outcome == outcomeOK {
-				return t.results[j].content, true
+				return t.ran(j), t.results[j], true
 			}
 		}
 	}
-	return "", false
+	return engine.ToolCall{}, result{}, false
 }
 
 // offScript is the answer when the transcript does not hold what the script
@@ -144,20 +159,24 @@ func wordCountPublishScript(slug string) script {
 					},
 				}
 			}
-			content, ok := lastResult(done, toolWordCount)
+			counted, r, ok := lastCall(done, toolWordCount)
 			if !ok {
 				return offScript(toolWordCount)
 			}
-			if _, ok := lastResult(done, toolPublishPage); !ok {
+			published, _, ok := lastCall(done, toolPublishPage)
+			if !ok {
 				return offScript(toolPublishPage)
 			}
 			var wc struct {
 				Words *int `json:"words"`
 			}
-			if json.Unmarshal([]byte(content), &wc) != nil || wc.Words == nil {
-				return answer("I published the page %s. The word count returned something I could not read: %s", quote(slug), clip(content, 300))
+			if json.Unmarshal([]byte(r.content), &wc) != nil || wc.Words == nil {
+				return answer("I published the page %s. The word count returned something I could not read: %s", quote(slugOf(published)), clip(r.content, 300))
 			}
-			return answer("The page %s has %s, and I published it.", quote(slug), plural(*wc.Words, "word"))
+			if slugOf(published) != slugOf(counted) {
+				return answer("The page %s has %s, and I published the page %s.", quote(slugOf(counted)), plural(*wc.Words, "word"), quote(slugOf(published)))
+			}
+			return answer("The page %s has %s, and I published it.", quote(slugOf(counted)), plural(*wc.Words, "word"))
 		},
 	}
 }
@@ -170,10 +189,11 @@ func publishScript(slug string) script {
 			if len(done) == 0 {
 				return call("I'll publish the page "+quote(slug)+".", toolPublishPage, slugArgs{slug})
 			}
-			if _, ok := lastResult(done, toolPublishPage); !ok {
+			published, _, ok := lastCall(done, toolPublishPage)
+			if !ok {
 				return offScript(toolPublishPage)
 			}
-			return answer("I published the page %s.", quote(slug))
+			return answer("I published the page %s.", quote(slugOf(published)))
 		},
 	}
 }
@@ -186,10 +206,11 @@ func deleteScript(slug string) script {
 			if len(done) == 0 {
 				return call("I'll delete the page "+quote(slug)+".", toolDeletePage, slugArgs{slug})
 			}
-			if _, ok := lastResult(done, toolDeletePage); !ok {
+			deleted, _, ok := lastCall(done, toolDeletePage)
+			if !ok {
 				return offScript(toolDeletePage)
 			}
-			return answer("I deleted the page %s.", quote(slug))
+			return answer("I deleted the page %s.", quote(slugOf(deleted)))
 		},
 	}
 }
@@ -323,9 +344,10 @@ func publishDraftsScript() script {
 				return r
 			}
 			var slugs []string
-			for _, c := range done[len(done)-1].calls {
+			last := done[len(done)-1]
+			for i, c := range last.calls {
 				if c.Name == toolPublishPage {
-					slugs = append(slugs, quote(slugOf(c)))
+					slugs = append(slugs, quote(slugOf(last.ran(i))))
 				}
 			}
 			if len(slugs) == 0 {
@@ -357,19 +379,27 @@ func createScript(slug, title, topic string, publish bool) script {
 			return call("I'll create the page "+quote(slug)+" titled "+quote(title)+".",
 				toolCreatePage, createArgs{Slug: slug, Title: title, Body: createBody(topic)})
 		}
-		if _, ok := lastResult(done, toolCreatePage); !ok {
+		// The operator may have edited the creation: go on with the page
+		// that was created.
+		created, _, ok := lastCall(done[:1], toolCreatePage)
+		if !ok {
 			return offScript(toolCreatePage)
 		}
+		page, name := slugOf(created), argOf(created, "title")
 		if !publish {
-			return answer("I created the page %s titled %s. It stays a draft until someone publishes it.", quote(slug), quote(title))
+			return answer("I created the page %s titled %s. It stays a draft until someone publishes it.", quote(page), quote(name))
 		}
 		if len(done) == 1 {
-			return call("The page "+quote(slug)+" is created; now I'll publish it.", toolPublishPage, slugArgs{slug})
+			return call("The page "+quote(page)+" is created; now I'll publish it.", toolPublishPage, slugArgs{page})
 		}
-		if _, ok := lastResult(done, toolPublishPage); !ok {
+		published, _, ok := lastCall(done, toolPublishPage)
+		if !ok {
 			return offScript(toolPublishPage)
 		}
-		return answer("I created the page %s titled %s and published it.", quote(slug), quote(title))
+		if slugOf(published) != page {
+			return answer("I created the page %s titled %s and published the page %s.", quote(page), quote(name), quote(slugOf(published)))
+		}
+		return answer("I created the page %s titled %s and published it.", quote(page), quote(name))
 	}
 	return s
 }
@@ -378,10 +408,10 @@ func createScript(slug, title, topic string, publish bool) script {
 // the amount.
 var rePerSeat = regexp.MustCompile(`(?i)\$\s?\d+(?:[.,]\d+)?(\s*(?:per|a|/)\s*seat)`)
 
-// replacePrice puts amount in place of the price per seat that follows the
-// mention of planName, or else the first one in body. It returns the new
-// body and the price it replaced, or ok=false when there is none.
-func replacePrice(body, amount, planName string) (string, string, bool) {
+// findPrice finds the price per seat that follows the mention of
+// planName, or else the first one in body: the bounds of the amount, such
+// as "$10", in body.
+func findPrice(body, planName string) (start, end int, ok bool) {
 	from := 0
 	if planName != "" {
 		if i := strings.Index(lowerASCII(body), planName+" plan"); i >= 0 && rePerSeat.FindStringIndex(body[i:]) != nil {
@@ -390,16 +420,41 @@ func replacePrice(body, amount, planName string) (string, string, bool) {
 	}
 	loc := rePerSeat.FindStringSubmatchIndex(body[from:])
 	if loc == nil {
+		return 0, 0, false
+	}
+	return from + loc[0], from + loc[2], true
+}
+
+// priceIn returns the price per seat that findPrice finds, as "$12".
+func priceIn(body, planName string) (string, bool) {
+	start, end, ok := findPrice(body, planName)
+	if !ok {
+		return "", false
+	}
+	return strings.Join(strings.Fields(body[start:end]), ""), true
+}
+
+// replacePrice puts amount in place of the price per seat that findPrice
+// finds. It returns the new body and the price it replaced, or ok=false
+// when there is none.
+func replacePrice(body, amount, planName string) (string, string, bool) {
+	start, end, ok := findPrice(body, planName)
+	if !ok {
 		return body, "", false
 	}
-	start, end := from+loc[0], from+loc[1]
-	suffix := body[from+loc[2] : from+loc[3]]
-	old := strings.TrimSuffix(body[start:end], suffix)
-	return body[:start] + "$" + amount + suffix + body[end:], old, true
+	return body[:start] + "$" + amount + body[end:], body[start:end], true
 }
 
 func updatePriceScript(slug, amount, planName string) script {
 	goal := "update the page " + quote(slug)
+	// what says what costs the price: "the Team plan now costs $12 per
+	// seat", "the price is now $12 per seat".
+	what := func(price string) string {
+		if planName != "" {
+			return "the " + sentenceCase(planName) + " plan now costs " + price + " per seat"
+		}
+		return "the price is now " + price + " per seat"
+	}
 	return script{
 		goal:  goal,
 		need:  []string{toolGetPage, toolUpdatePage},
@@ -429,14 +484,54 @@ func updatePriceScript(slug, amount, planName string) script {
 				return call(fmt.Sprintf("I'll change %s to $%s per seat on the page %s.", old, amount, quote(slug)),
 					toolUpdatePage, updateArgs{Slug: slug, Body: body})
 			}
-			if _, ok := lastResult(done, toolUpdatePage); !ok {
+			updated, r, ok := lastCall(done[:2], toolUpdatePage)
+			if !ok {
 				return offScript(toolUpdatePage)
 			}
-			what := "the price"
-			if planName != "" {
-				what = "the " + sentenceCase(planName) + " plan"
+			if r.edited == nil {
+				return answer("I updated the page %s: %s.", quote(slug), what("$"+amount))
 			}
-			return answer("I updated the page %s: %s now costs $%s per seat.", quote(slug), what, amount)
+			// The operator edited the update: say what ran, read from the
+			// note, or else from the page read back.
+			ranSlug := slugOf(updated)
+			var body *string
+			if r.edited.args != "" {
+				var args struct {
+					Body *string `json:"body"`
+				}
+				if json.Unmarshal([]byte(updated.Arguments), &args) != nil {
+					return unreadable(toolUpdatePage, updated.Arguments)
+				}
+				body = args.Body
+				if body == nil {
+					return reply{editsTold: true, text: fmt.Sprintf("The operator edited my update before it ran: it left the body of the page %s as it was, "+
+						"so the price did not change. It ran with %s.", quote(ranSlug), clip(updated.Arguments, 300))}
+				}
+			} else {
+				if len(done) == 2 {
+					return call("The operator edited my update before it ran; I'll read the page "+quote(slug)+" back to see what it says now.",
+						toolGetPage, slugArgs{slug})
+				}
+				content, ok := lastResult(done[2:], toolGetPage)
+				var page struct {
+					Body *string `json:"body"`
+				}
+				if !ok || json.Unmarshal([]byte(content), &page) != nil || page.Body == nil {
+					return unreadable(toolGetPage, content)
+				}
+				ranSlug, body = slug, page.Body
+			}
+			price, ok := priceIn(*body, planName)
+			switch {
+			case !ok:
+				return reply{editsTold: true, text: fmt.Sprintf("The operator edited my update before it ran: the page %s now states no price per seat, "+
+					"not the $%s I proposed.", quote(ranSlug), amount)}
+			case price == "$"+amount:
+				return reply{editsTold: true, text: fmt.Sprintf("I updated the page %s: %s. The operator edited my update before it ran but kept that price.",
+					quote(ranSlug), what(price))}
+			}
+			return reply{editsTold: true, text: fmt.Sprintf("The operator edited my update before it ran: on the page %s, %s, not the $%s I proposed.",
+				quote(ranSlug), what(price), amount)}
 		},
 	}
 }

@@ -1,6 +1,8 @@
 package demo
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 
 	"countersign/engine"
@@ -23,15 +25,30 @@ type outcome int
 const (
 	outcomeMissing      outcome = iota // no tool message answers the call
 	outcomeOK                          // the tool ran and returned a result
-	outcomeDenied                      // the operator denied the turn
+	outcomeDenied                      // the operator denied the call
 	outcomeNotPermitted                // approved, but the tool is no longer offered
 	outcomeFailed                      // the tool or the loop reported an error
+	outcomeAnswered                    // the operator answered: a question, or in place of a tool
 )
 
 // result is the answer to one tool call.
 type result struct {
 	outcome outcome
+	// content is the tool's output, after the note of an edit; for a
+	// denial, a refusal or an answer, the whole text.
 	content string
+	// edited is set when the operator changed the call's arguments before
+	// it ran.
+	edited *edit
+	// answer is the operator's text, for outcomeAnswered.
+	answer string
+}
+
+// edit is what the note of an edited call says ran.
+type edit struct {
+	// args are the arguments the call ran with, as compact JSON, or ""
+	// when the note could not be read.
+	args string
 }
 
 // turn is one assistant message with tool calls and the answers to them,
@@ -42,13 +59,31 @@ type turn struct {
 }
 
 // troubled reports whether any call of the turn did not run successfully.
+// An answered question is no trouble: the answer is what the model asked
+// for. An answer in place of any other tool is: that tool did not run.
 func (t turn) troubled() bool {
-	for _, r := range t.results {
-		if r.outcome != outcomeOK {
+	for i, r := range t.results {
+		if r.outcome != outcomeOK && !t.answeredQuestion(i) {
 			return true
 		}
 	}
 	return false
+}
+
+// answeredQuestion reports whether call i asked the operator and got an
+// answer.
+func (t turn) answeredQuestion(i int) bool {
+	return t.calls[i].Name == toolAskOperator && t.results[i].outcome == outcomeAnswered
+}
+
+// ran returns call i as it ran: with the operator's arguments when they
+// edited it and the note says what ran, else as the model proposed it.
+func (t turn) ran(i int) engine.ToolCall {
+	c := t.calls[i]
+	if e := t.results[i].edited; e != nil && e.args != "" {
+		c.Arguments = e.args
+	}
+	return c
 }
 
 // readTranscript finds the last user message and the turns after it. It
@@ -108,10 +143,21 @@ func (t *turn) answer(m engine.Message) {
 	t.results[i] = classify(m)
 }
 
-// classify tells a denial and a refusal from other errors by the prefixes
-// the loop puts in front of them.
+// classify tells what became of a call by the prefixes the loop puts in
+// front of its result: an edit (then the call ran, well or not), an answer
+// by the operator, a denial, a refusal, or else a result or an error.
 func classify(m engine.Message) result {
+	if strings.HasPrefix(m.Content, engine.EditedPrefix) {
+		args, out := readEditNote(m.Content)
+		r := result{outcome: outcomeOK, content: out, edited: &edit{args: args}}
+		if m.IsError {
+			r.outcome = outcomeFailed
+		}
+		return r
+	}
 	switch {
+	case strings.HasPrefix(m.Content, engine.AnsweredPrefix):
+		return result{outcome: outcomeAnswered, content: m.Content, answer: operatorText(m.Content)}
 	case !m.IsError:
 		return result{outcome: outcomeOK, content: m.Content}
 	case strings.HasPrefix(m.Content, engine.DeniedPrefix):
@@ -120,6 +166,47 @@ func classify(m engine.Message) result {
 		return result{outcome: outcomeNotPermitted, content: m.Content}
 	}
 	return result{outcome: outcomeFailed, content: m.Content}
+}
+
+// readEditNote reads the note that opens the result of an edited call:
+// "<EditedPrefix>: … It ran with <arguments> instead of the <original> you
+// proposed; … Result:\n<output>". It returns the arguments that ran, as
+// compact JSON, and the tool's output. The arguments are read as one JSON
+// value, so text inside them cannot cut them short; when they cannot be
+// read, args is "" and the caller must find out what ran another way.
+func readEditNote(content string) (args, out string) {
+	const ran, res = "It ran with ", "Result:\n"
+	output := func(s string) string {
+		if _, after, ok := strings.Cut(s, res); ok {
+			return after
+		}
+		return ""
+	}
+	i := strings.Index(content, ran)
+	if i < 0 {
+		return "", output(content)
+	}
+	rest := content[i+len(ran):]
+	dec := json.NewDecoder(strings.NewReader(rest))
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil || !bytes.HasPrefix(raw, []byte("{")) {
+		return "", output(rest)
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return "", output(rest)
+	}
+	return buf.String(), output(rest[dec.InputOffset():])
+}
+
+// operatorText returns the operator's own words in an answered call's
+// result: "<AnsweredPrefix>: the operator … answered …:\n<text>".
+func operatorText(content string) string {
+	s := strings.TrimPrefix(content, engine.AnsweredPrefix)
+	if _, after, ok := strings.Cut(s, "\n"); ok {
+		return strings.TrimSpace(after)
+	}
+	return strings.TrimSpace(strings.TrimLeft(s, " :"))
 }
 
 // denialReason returns the operator's reason carried by a denial result, or

@@ -388,3 +388,79 @@ func ExampleNew() {
 	// OpenAI-compatible chat model qwen3 at http://localhost:11434/v1
 	// OpenAI-compatible chat model meta-llama/Llama-3.1-8B-Instruct at http://localhost:8000/v1
 }
+
+// Suspend -> a verdict per call on a turn of four: one approved, one
+// denied, one edited, one answered. Each call ID is answered once, in the
+// model's order; the edited call ran with the operator's arguments and its
+// result says so; the answered one did not run; the assistant message keeps
+// the arguments the model proposed. The Chat Completions API has no error
+// flag, so the denial is told by its text alone.
+func TestMixedVerdictsInOneTurn(t *testing.T) {
+	calls := []engine.ToolCall{
+		providertest.Call("call_Ok", "publish_page", `{"slug":"about"}`),
+		providertest.Call("call_No", "publish_page", `{"slug":"faq"}`),
+		providertest.Call("call_Ed", "publish_page", `{"slug": "pricing"}`),
+		providertest.Call("call_An", "count_words", `{"slug":"welcome"}`),
+	}
+	srv := providertest.NewServer(t,
+		callsReply(60, 40, calls...),
+		textReply("Published about and welcome; faq was denied; the operator answered for welcome's count.", 150, 20),
+	)
+	j := &providertest.Journal{}
+	l := providertest.NewLoop(newModel(t, config(srv)), j, nil)
+	const prompt = "Publish about, faq and pricing, and count welcome."
+	state := providertest.Suspend(t, l, prompt)
+	res, err := l.Resume(context.Background(), state, engine.Decision{Digest: state.Digest(), By: "carol", Calls: []engine.CallVerdict{
+		{CallID: "call_An", Verdict: engine.VerdictAnswer, Text: "It has 120 words; no need to count."},
+		{CallID: "call_Ed", Verdict: engine.VerdictEdit, Arguments: `{"slug": "welcome"}`},
+		{CallID: "call_No", Verdict: engine.VerdictDeny, Text: "faq stays a draft"},
+		{CallID: "call_Ok", Verdict: engine.VerdictApprove},
+	}})
+	if err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	if got, want := j.List(), []string{"publish_page about", "publish_page welcome"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ran %v, want %v", got, want)
+	}
+
+	var results []engine.Message
+	for _, m := range res.Transcript {
+		if m.Role == engine.RoleTool {
+			results = append(results, m)
+		}
+	}
+	if len(results) != 4 {
+		t.Fatalf("%d tool results, want 4", len(results))
+	}
+	ok, no, ed, an := results[0], results[1], results[2], results[3]
+	if ok.Content != "published about" || ok.IsError {
+		t.Errorf("approved result %+v", ok)
+	}
+	if !strings.HasPrefix(no.Content, engine.DeniedPrefix) || !strings.Contains(no.Content, "faq stays a draft") || !no.IsError {
+		t.Errorf("denied result %+v", no)
+	}
+	if !strings.HasPrefix(ed.Content, engine.EditedPrefix) || !strings.Contains(ed.Content, `{"slug":"welcome"}`) ||
+		!strings.Contains(ed.Content, `{"slug": "pricing"}`) || !strings.HasSuffix(ed.Content, "\npublished welcome") || ed.IsError {
+		t.Errorf("edited result %+v", ed)
+	}
+	if !strings.HasPrefix(an.Content, engine.AnsweredPrefix) || !strings.Contains(an.Content, "carol") ||
+		!strings.HasSuffix(an.Content, "\nIt has 120 words; no need to count.") || an.IsError {
+		t.Errorf("answered result %+v", an)
+	}
+	providertest.AssertJSON(t, "request after the decision", srv.Body(1), `{
+	  "model": "gpt-4o-mini",
+	  "messages": [`+openingJSON(prompt)+`,
+	    {"role": "assistant", "tool_calls": [
+	      {"id": "call_Ok", "type": "function", "function": {"name": "publish_page", "arguments": "{\"slug\":\"about\"}"}},
+	      {"id": "call_No", "type": "function", "function": {"name": "publish_page", "arguments": "{\"slug\":\"faq\"}"}},
+	      {"id": "call_Ed", "type": "function", "function": {"name": "publish_page", "arguments": "{\"slug\": \"pricing\"}"}},
+	      {"id": "call_An", "type": "function", "function": {"name": "count_words", "arguments": "{\"slug\":\"welcome\"}"}}
+	    ]},
+	    {"role": "tool", "tool_call_id": "call_Ok", "content": "published about"},
+	    {"role": "tool", "tool_call_id": "call_No", "content": `+providertest.Quote(no.Content)+`},
+	    {"role": "tool", "tool_call_id": "call_Ed", "content": `+providertest.Quote(ed.Content)+`},
+	    {"role": "tool", "tool_call_id": "call_An", "content": `+providertest.Quote(an.Content)+`}
+	  ],
+	  "tools": `+toolsJSON+`
+	}`)
+}

@@ -230,7 +230,6 @@ func nextAfter(v StepsUpdate) int64 {
 	return after
 }
 
-
 func errorTitle(v ErrorView) string {
 	if v.Title != "" {
 		return v.Title

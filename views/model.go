@@ -130,8 +130,8 @@ type Step struct {
 	// Original is what the model proposed for a call an operator edited;
 	// EditedBy is who edited it.
 	Original, EditedBy string
-	Termination, Error   string
-	Totals               string
+	Termination, Error string
+	Totals             string
 }
 
 // ToolCallView is one tool call with its arguments as indented JSON.
@@ -248,7 +248,7 @@ type UsersView struct {
 	// one the form to add a user preselects.
 	Roles   []string
 	NewRole string
-	Error string
+	Error   string
 }
 
 // UserRow is one user.

@@ -198,3 +198,42 @@ func TestPerCallDecisionRefusals(t *testing.T) {
 		})
 	}
 }
+
+func TestQuestionIsAnsweredOverHTTP(t *testing.T) {
+	t.Parallel()
+	a := newTestApp(t)
+	olga := a.as(olgaName)
+	w := a.waitingRun("editor", "Set the price on the offers page to $12.", olgaName)
+	page := olga.get("/runs/" + w.ID)
+	q := page.doc.Find(testid("pending-call") + `[data-kind="question"]`)
+	if q.Length() != 1 || !strings.Contains(q.Find(testid("question")).Text(), "?") {
+		t.Fatalf("the card shows no question:\n%s", clip(page.doc.Find(testid("approval-card")).Text(), 600))
+	}
+	if q.Find(testid("verdict-approve")).Length() != 0 || q.Find(testid("verdict-edit")).Length() != 0 {
+		t.Error("a question offers approve or edit")
+	}
+	id := q.AttrOr("data-call-id", "")
+	inbox := olga.get("/inbox")
+	if got := text(inbox.doc, testid("inbox-item")); !strings.Contains(got, "question") {
+		t.Errorf("the inbox does not show the question: %q", got)
+	}
+	// Deny all does not answer a question.
+	f := cardForm(t, olga, w.ID, "deny")
+	f.Del("text." + id)
+	mustCleanError(t, olga.post("/tool/resume", f), http.StatusUnprocessableEntity)
+	f = cardForm(t, olga, w.ID, "calls")
+	f.Set("text."+id, "pricing")
+	mustRedirect(t, olga.post("/tool/resume", f), "/runs/"+w.ID)
+	// The agent goes on with the answer: the update of pricing waits.
+	next := a.waitStatus(w.ID, engine.StatusWaiting)
+	for next.PendingDigest == w.PendingDigest {
+		next = a.waitStatus(w.ID, engine.StatusWaiting)
+	}
+	if got := text(olga.get("/runs/"+w.ID).doc, testid("approval-card")+" .tool-name"); got != "update_page" {
+		t.Fatalf("after the answer the card is for %q, want update_page", got)
+	}
+	ev, _, _ := a.db.LastDecision(context.Background(), w.ID)
+	if len(ev.Verdicts) != 1 || ev.Verdicts[0].Verdict != engine.VerdictAnswer || ev.Verdicts[0].Text != "pricing" {
+		t.Fatalf("decision event %+v", ev)
+	}
+}

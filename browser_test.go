@@ -186,6 +186,24 @@ func parseResponse(t *testing.T, resp *http.Response) (*goquery.Document, *url.U
 
 // newHTTPClient is a client with a cookie jar, like a browser without
 // JavaScript.
+// waitRunStatus polls the run page at base+runURL, as a browser without
+// JavaScript would by reloading, until the run has status want.
+func waitRunStatus(t *testing.T, c *http.Client, base, runURL, want string) *goquery.Document {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		doc, _, _ := httpGet(t, c, base+runURL)
+		got := doc.Find(`[data-testid=run-header]`).AttrOr("data-status", "")
+		if got == want {
+			return doc
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is %q after 15s, want %q", runURL, got, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func newHTTPClient(t *testing.T) *http.Client {
 	t.Helper()
 	jar, err := cookiejar.New(nil)

@@ -5,7 +5,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/chromedp/chromedp"
@@ -74,17 +73,7 @@ func TestEditWithoutJavaScript(t *testing.T) {
 	}
 	waitStatus := func(want string) *goquery.Document {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			doc, _, _ := httpGet(t, c, srv.URL+runURL)
-			if got := doc.Find(`[data-testid=run-header]`).AttrOr("data-status", ""); got == want {
-				return doc
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("run is not %s after 15s", want)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		return waitRunStatus(t, c, srv.URL, runURL, want)
 	}
 	doc = waitStatus("waiting_for_approval")
 	form := func(doc *goquery.Document) (url.Values, string) {

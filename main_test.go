@@ -260,18 +260,7 @@ func TestRestartKeepsWaitingRun(t *testing.T) {
 	runURL := "/runs/" + runID
 	waitStatus := func(base, want string) *goquery.Document {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			doc, _, _ := httpGet(t, c, base+runURL)
-			got := doc.Find(`[data-testid=run-header]`).AttrOr("data-status", "")
-			if got == want {
-				return doc
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("run %s is %q after 15s, want %q", runID, got, want)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		return waitRunStatus(t, c, base, runURL, want)
 	}
 	waitStatus(first.URL, "waiting_for_approval")
 

@@ -1,12 +1,11 @@
 package store
 
 import (
-	"go/parser"
-	"go/token"
-	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 	"testing"
+
+	"countersign/internal/importcheck"
 )
 
 // storeLibraries are the only modules outside the standard library and the
@@ -23,31 +22,13 @@ var storeLibraries = []string{
 // engine (and its sub-packages, whose interfaces it implements), the embedded
 // migrations and the libraries above. Never the web layer or the views.
 func TestStoreImports(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	checked := 0
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
+	importcheck.Check(t, ".", 5, func(path string) string {
+		if storeMayImport(path) {
+			return ""
 		}
-		f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, imp := range f.Imports {
-			path, _ := strconv.Unquote(imp.Path.Value)
-			if !storeMayImport(path) {
-				t.Errorf("%s imports %s: the store takes the standard library, countersign/engine, "+
-					"countersign/migrations and %s only", name, path, strings.Join(storeLibraries, ", "))
-			}
-		}
-		checked++
-	}
-	if checked < 5 {
-		t.Fatalf("only %d files checked", checked)
-	}
+		return "the store takes the standard library, countersign/engine, countersign/migrations and " +
+			strings.Join(storeLibraries, ", ") + " only"
+	})
 }
 
 func storeMayImport(path string) bool {
@@ -58,11 +39,5 @@ func storeMayImport(path string) bool {
 	case path == "countersign" || strings.HasPrefix(path, "countersign/"):
 		return false
 	}
-	for _, lib := range storeLibraries {
-		if path == lib {
-			return true
-		}
-	}
-	first, _, _ := strings.Cut(path, "/")
-	return !strings.Contains(first, ".") // the standard library
+	return slices.Contains(storeLibraries, path) || importcheck.Standard(path)
 }

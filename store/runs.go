@@ -615,26 +615,20 @@ func decisionOn(ctx context.Context, q sqlx.QueryerContext, id, digest string) (
 	if digest == "" {
 		return engine.Event{}, false, nil
 	}
-	var row eventRow
-	if err := sqlx.GetContext(ctx, q, &row, query, id, digest); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return engine.Event{}, false, nil
-		}
-		return engine.Event{}, false, err
-	}
-	ev, err := row.event()
-	if err != nil {
-		return engine.Event{}, false, err
-	}
-	return ev, true, nil
+	return oneEvent(ctx, q, query, id, digest)
 }
 
 // lastDecision returns the latest decision event of run id, if any.
 func lastDecision(ctx context.Context, q sqlx.QueryerContext, id string) (engine.Event, bool, error) {
 	const query = `SELECT seq, payload FROM agent_run_event
 		WHERE run_id = ? AND kind = 'decision' ORDER BY seq DESC LIMIT 1`
+	return oneEvent(ctx, q, query, id)
+}
+
+// oneEvent returns the event that query selects (seq, payload), if any.
+func oneEvent(ctx context.Context, q sqlx.QueryerContext, query string, args ...any) (engine.Event, bool, error) {
 	var row eventRow
-	if err := sqlx.GetContext(ctx, q, &row, query, id); err != nil {
+	if err := sqlx.GetContext(ctx, q, &row, query, args...); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return engine.Event{}, false, nil
 		}

@@ -237,3 +237,42 @@ func TestQuestionIsAnsweredOverHTTP(t *testing.T) {
 		t.Fatalf("decision event %+v", ev)
 	}
 }
+
+// TestEditedStateIsShownDamaged: a stored state edited so that it still
+// decodes, but names another call than the turn the run waits on, is
+// damaged, not a stale decision to make again; the run can be cancelled.
+func TestEditedStateIsShownDamaged(t *testing.T) {
+	t.Parallel()
+	a := newTestApp(t, withoutWorkers())
+	olga := a.as(olgaName)
+	r := a.waitingRun("editor", publishAbout, oscarName)
+	st, err := engine.DecodeState(a.rawSuspendedState(r.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Pending[0].Arguments = `{"slug":"pricing"}`
+	st.Transcript[len(st.Transcript)-1].ToolCalls[0].Arguments = `{"slug":"pricing"}`
+	edited, err := engine.EncodeState(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.setSuspendedState(r.ID, edited)
+
+	page := olga.get("/runs/" + r.ID)
+	if got := text(page.doc, testid("card-error")); !strings.Contains(got, "damaged") {
+		t.Errorf("card error %q, want it to say the state is damaged", got)
+	}
+	if page.doc.Find(testid("decision-form")).Length() != 0 {
+		t.Error("a damaged card offers a decision")
+	}
+	f := url.Values{"_csrf": {olga.csrf}, "run_id": {r.ID}, "digest": {r.PendingDigest}, "decision": {"approve"}}
+	mustRunPageWith(t, a, olga.post("/tool/resume", f), http.StatusConflict, "Damaged run state", r.ID)
+	if got := a.run(r.ID); got.Status != engine.StatusWaiting {
+		t.Fatalf("the refused decision changed the run: %s", got.Status)
+	}
+	olga.get("/runs/" + r.ID)
+	mustRedirect(t, olga.submit("/runs/"+r.ID+"/cancel", nil), "/runs/"+r.ID)
+	if got := a.waitStatus(r.ID, engine.StatusCancelled); got.Status != engine.StatusCancelled {
+		t.Fatal("the damaged run could not be cancelled")
+	}
+}

@@ -13,7 +13,7 @@ import (
 // an error result; otherwise tool_started is recorded before the tool runs
 // (the fence for side effects) and tool_finished after it.
 func (l *Loop) execute(ctx context.Context, call ToolCall) (Invocation, error) {
-	return l.run(ctx, call, nil)
+	return l.run(ctx, call, nil, "")
 }
 
 // edit is how an operator changed a call before it ran.
@@ -27,10 +27,13 @@ type edit struct {
 func (l *Loop) executeEdited(ctx context.Context, call ToolCall, cv CallVerdict, by string) (Invocation, error) {
 	ran := call
 	ran.Arguments = cv.Arguments
-	return l.run(ctx, ran, &edit{original: call.Arguments, by: by})
+	return l.run(ctx, ran, &edit{original: call.Arguments, by: by}, "")
 }
 
-func (l *Loop) run(ctx context.Context, call ToolCall, ed *edit) (Invocation, error) {
+// run runs a call behind its fence. waived names the rule or grant that let
+// a call needing approval run without a person; it is recorded on the
+// call's tool_started event.
+func (l *Loop) run(ctx context.Context, call ToolCall, ed *edit, waived string) (Invocation, error) {
 	t := l.tool(call.Name)
 	if t == nil {
 		return l.answerWithout(ctx, call, OutcomeUnknownTool, l.unknownToolText(call.Name))
@@ -41,7 +44,7 @@ func (l *Loop) run(ctx context.Context, call ToolCall, ed *edit) (Invocation, er
 	}
 	write := NeedsApproval(t)
 	c := call
-	started := Event{Kind: EventToolStarted, Call: &c, Write: write}
+	started := Event{Kind: EventToolStarted, Call: &c, Write: write, WaivedBy: waived}
 	if ed != nil {
 		started.Original, started.EditedBy = ed.original, ed.by
 	}

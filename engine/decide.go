@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 	"unicode/utf8"
 )
 
@@ -19,6 +20,15 @@ func (r *Runtime) Decide(ctx context.Context, runID string, d Decision) error {
 		return fmt.Errorf("decide: %w", &InputError{Field: "reason",
 			Message: fmt.Sprintf("The reason must be at most %d characters of text.", MaxReasonRunes)})
 	}
+	if d.Verdict == VerdictExpire {
+		return fmt.Errorf("decide: %w", &InputError{Field: "decision", Message: "Only the deadline expires a turn."})
+	}
+	return r.decide(ctx, runID, d, false)
+}
+
+// decide checks and claims a decision; expiring is the runtime's own
+// decision when a turn's deadline passed.
+func (r *Runtime) decide(ctx context.Context, runID string, d Decision, expiring bool) error {
 	if r.isClosed() {
 		return ErrClosed
 	}
@@ -28,6 +38,13 @@ func (r *Runtime) Decide(ctx context.Context, runID string, d Decision) error {
 	}
 	if run.Status != StatusWaiting {
 		return r.notWaitingErr(ctx, run, d)
+	}
+	if !expiring && !run.DeadlineAt.IsZero() && !r.cfg.Now().Before(run.DeadlineAt) {
+		// Too late: expire the turn now rather than wait for the reaper.
+		if err := r.expire(ctx, run); err != nil && !errors.As(err, new(*DecidedError)) {
+			r.log.Warn("expire on a late decision", "run", runID, "err", err)
+		}
+		return fmt.Errorf("decide run %s: %w", runID, &DeadlineError{At: run.DeadlineAt})
 	}
 	sus, err := r.cfg.Store.SuspendedState(ctx, runID)
 	if errors.Is(err, ErrRunTerminal) || errors.Is(err, ErrNotWaiting) {
@@ -56,15 +73,23 @@ func (r *Runtime) Decide(ctx context.Context, runID string, d Decision) error {
 	if err != nil {
 		return fmt.Errorf("decide run %s: %w", runID, err)
 	}
-	d.Calls, d.Verdict = verdicts, ""
+	now := r.cfg.Now()
+	grants, err := grantsOf(agent, run, verdicts, d, now)
+	if err != nil {
+		return fmt.Errorf("decide run %s: %w", runID, err)
+	}
+	if !expiring {
+		// The resume gets exactly the verdicts checked here. An expiry
+		// stays one verdict on every call: no person gave per-call ones.
+		d.Calls, d.Verdict = verdicts, ""
+	}
 	if _, err := r.cfg.Models(run.Model); err != nil {
 		return fmt.Errorf("decide run %s: %w", runID, err)
 	}
 
 	owner := r.newOwner()
-	now := r.cfg.Now()
 	claimed, err := r.cfg.Store.ClaimRun(ctx, runID, Claim{
-		Digest: d.Digest, Owner: owner, LeaseUntil: now.Add(r.cfg.Lease), Now: now,
+		Digest: d.Digest, Owner: owner, LeaseUntil: now.Add(r.cfg.Lease), Now: now, Grants: grants,
 		Event: Event{Kind: EventDecision, At: now, Decision: Summary(verdicts), Verdicts: verdicts,
 			By: d.By, Reason: d.Reason, Digest: d.Digest},
 	})
@@ -84,6 +109,57 @@ func (r *Runtime) Decide(ctx context.Context, runID string, d Decision) error {
 	}
 	r.enqueue(job{runID: runID, owner: owner, state: state, decision: d})
 	return nil
+}
+
+// expire answers the waiting turn of run as expired: its deadline passed.
+// It is claimed like any decision, so of an expiry and a late decision
+// exactly one wins.
+func (r *Runtime) expire(ctx context.Context, run Run) error {
+	return r.decide(ctx, run.ID, Decision{Verdict: VerdictExpire, Digest: run.PendingDigest, By: ExpiredBy,
+		Reason: "the approval deadline passed at " + run.DeadlineAt.UTC().Format(time.RFC3339)}, true)
+}
+
+// ExpiredBy is who the decision event names when a turn's deadline passed.
+const ExpiredBy = "deadline"
+
+// grantsOf turns the standing grants a decision asks for into grants: each
+// names a tool the decision approves (or edits), and the agent must accept
+// grants (not one that needs a second approver).
+func grantsOf(agent Agent, run Run, verdicts []CallVerdict, d Decision, now time.Time) ([]Grant, error) {
+	if len(d.Grants) == 0 {
+		return nil, nil
+	}
+	if !agent.AcceptsGrants() {
+		return nil, ErrGrantsNotAccepted
+	}
+	var out []Grant
+	for _, gr := range d.Grants {
+		approved := false
+		for _, cv := range verdicts {
+			approved = approved || (cv.Tool == gr.Tool && cv.Verdict.Approves())
+		}
+		if !approved {
+			return nil, &InputError{Field: "grants", Message: fmt.Sprintf("A grant for %s needs an approval of a %s call in this decision.", gr.Tool, gr.Tool)}
+		}
+		g := Grant{Agent: run.Agent, Tool: gr.Tool, Scope: gr.Scope, By: d.By, CreatedAt: now}
+		switch gr.Scope {
+		case GrantRun:
+			g.RunID, g.ExpiresAt = run.ID, now.Add(MaxRunGrant)
+		case GrantAgent:
+			period := gr.For
+			if period <= 0 {
+				period = DefaultGrantPeriod
+			}
+			if period > MaxAgentGrant {
+				return nil, &InputError{Field: "grants", Message: fmt.Sprintf("A grant to the agent lasts at most %s.", MaxAgentGrant)}
+			}
+			g.ExpiresAt = now.Add(period)
+		default:
+			return nil, &InputError{Field: "grants", Message: "A grant is for this run or for this agent."}
+		}
+		out = append(out, g)
+	}
+	return out, nil
 }
 
 // checkVerdicts resolves a decision into one verdict per pending call and

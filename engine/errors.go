@@ -54,6 +54,12 @@ const (
 	EditedPrefix = "EDITED by the operator"
 	// AnsweredPrefix opens the operator's answer in place of a tool.
 	AnsweredPrefix = "ANSWERED by the operator"
+	// ExpiredPrefix opens the result of a call whose turn waited past its
+	// approval deadline.
+	ExpiredPrefix = "NO DECISION in time"
+	// RepeatDeniedPrefix opens the result of a call refused without asking
+	// because an identical call was denied earlier in the run.
+	RepeatDeniedPrefix = "DENIED again without asking"
 )
 
 // InputError refuses something a person sent (a prompt, a reason). Message is

@@ -96,8 +96,12 @@ type Event struct {
 	Write bool      `json:"write,omitempty"`
 	// Original is what the model proposed for a call an operator edited
 	// (Call holds what ran); EditedBy is who edited it.
-	Original string  `json:"original_arguments,omitempty"`
-	EditedBy string  `json:"edited_by,omitempty"`
+	Original string `json:"original_arguments,omitempty"`
+	EditedBy string `json:"edited_by,omitempty"`
+	// WaivedBy names the rule or grant that let a call needing approval
+	// run without a person ("rule <name>", "grant <id>"): the audit record
+	// of why nobody was asked.
+	WaivedBy string  `json:"waived_by,omitempty"`
 	Result   string  `json:"result,omitempty"`
 	IsError  bool    `json:"is_error,omitempty"`
 	Outcome  Outcome `json:"outcome,omitempty"`
@@ -114,8 +118,10 @@ type Event struct {
 	// original and edited arguments of an edit.
 	Decision Verdict       `json:"decision,omitempty"`
 	Verdicts []CallVerdict `json:"verdicts,omitempty"`
-	By       string        `json:"by,omitempty"`
-	Reason   string        `json:"reason,omitempty"`
+	// Grants are the standing grants given with the decision.
+	Grants []Grant `json:"grants,omitempty"`
+	By     string  `json:"by,omitempty"`
+	Reason string  `json:"reason,omitempty"`
 
 	// Finished and failed.
 	Termination Termination `json:"termination,omitempty"`
@@ -137,6 +143,11 @@ const (
 	// OutcomeAnswered: the operator answered in place of the tool, which
 	// did not run (and the answer to a question to the operator).
 	OutcomeAnswered Outcome = "answered"
+	// OutcomeExpired: no decision came before the turn's deadline.
+	OutcomeExpired Outcome = "expired"
+	// OutcomeRepeatDenied: the call repeats one denied earlier in the run
+	// and was refused without asking anyone (the loop breaker).
+	OutcomeRepeatDenied Outcome = "repeat_denied"
 )
 
 // Totals are the counters of a whole run, across every suspension.
@@ -174,4 +185,7 @@ const (
 	// TermOutputLimit ends a run whose model reply was cut off by the
 	// model's output token limit.
 	TermOutputLimit Termination = "output_limit"
+	// TermRepeatedDenials ends a run whose agent kept repeating calls that
+	// were denied (the loop breaker).
+	TermRepeatedDenials Termination = "repeated_denials"
 )

@@ -41,6 +41,13 @@ type Loop struct {
 	MaxIterations int    // DefaultMaxIterations when zero
 	Recorder      Recorder
 	Now           func() time.Time
+	// Policy, when set, decides which calls need a person (see Policy);
+	// RunID, AgentName and Initiator are what it is told of the run.
+	Policy                      Policy
+	RunID, AgentName, Initiator string
+	// MaxRepeatDenials ends the run after that many turns in a row that
+	// repeat a denied call (DefaultMaxRepeatDenials when zero).
+	MaxRepeatDenials int
 	// Fault, when set, is called at the loop's fault points (see
 	// FaultModelCall and the others). It exists for fault-injection tests
 	// and is nil in production.
@@ -66,11 +73,14 @@ func (l *Loop) fault(point string) {
 // NewLoop returns a loop for agent a on model m, reporting to rec.
 func NewLoop(a Agent, m Model, rec Recorder) *Loop {
 	return &Loop{
-		Model:         m,
-		Tools:         a.Tools,
-		Instructions:  a.Instructions,
-		MaxIterations: a.MaxIterations,
-		Recorder:      rec,
+		Model:            m,
+		Tools:            a.Tools,
+		Instructions:     a.Instructions,
+		MaxIterations:    a.MaxIterations,
+		Recorder:         rec,
+		Policy:           a.Policy,
+		AgentName:        a.Name,
+		MaxRepeatDenials: a.MaxRepeatDenials,
 	}
 }
 
@@ -180,6 +190,8 @@ func (l *Loop) answerDecided(ctx context.Context, call ToolCall, d Decision, off
 			reason = d.Reason
 		}
 		return l.answerWithout(ctx, call, OutcomeDenied, denialText(reason))
+	case cv.Verdict == VerdictExpire:
+		return l.answerWithout(ctx, call, OutcomeExpired, expiredText())
 	case cv.Verdict == VerdictAnswer:
 		return l.answerFor(ctx, call, answerText(l.callKind(call), d.By, cv.Text))
 	case offered != nil && !contains(offered, call.Name):
@@ -258,7 +270,27 @@ func (l *Loop) runLoop(ctx context.Context, transcript []Message, iterations int
 			return result(msg.Content, TermCompleted), err
 		}
 
-		if l.turnNeedsApproval(msg.ToolCalls) {
+		if repeats := l.repeatedDenials(transcript[:len(transcript)-1], msg.ToolCalls); len(repeats) > 0 {
+			invs, err := l.refuseRepeats(ctx, msg.ToolCalls, repeats)
+			if err != nil {
+				return result("", ""), err
+			}
+			for _, inv := range invs {
+				trace = append(trace, inv)
+				transcript = append(transcript, toolMessage(inv))
+			}
+			if n := repeatTurns(transcript); n >= l.maxRepeatDenials() {
+				cause := fmt.Errorf("the agent repeated calls that were denied %d turns in a row", n)
+				return result("", TermRepeatedDenials), l.fail(ctx, TermRepeatedDenials, cause, iterations, usage)
+			}
+			continue
+		}
+
+		g, err := l.gate(ctx, msg.ToolCalls)
+		if err != nil {
+			return result("", ""), err
+		}
+		if g.wait {
 			state := &SuspendedState{
 				Version:      StateVersion,
 				Transcript:   cloneMessages(transcript),
@@ -280,7 +312,7 @@ func (l *Loop) runLoop(ctx context.Context, transcript []Message, iterations int
 			if err := ctx.Err(); err != nil {
 				return result("", TermCancelled), l.fail(ctx, TermCancelled, err, iterations, usage)
 			}
-			inv, err := l.execute(ctx, call)
+			inv, err := l.run(ctx, call, nil, g.waived[call.ID])
 			if err != nil {
 				return result("", ""), err
 			}
@@ -298,17 +330,6 @@ func (l *Loop) fail(ctx context.Context, term Termination, cause error, iteratio
 		return errors.Join(runErr, err)
 	}
 	return runErr
-}
-
-// turnNeedsApproval reports whether any call of a turn is for an offered tool
-// that requires approval.
-func (l *Loop) turnNeedsApproval(calls []ToolCall) bool {
-	for _, c := range calls {
-		if t := l.tool(c.Name); t != nil && NeedsApproval(t) {
-			return true
-		}
-	}
-	return false
 }
 
 func toolMessage(inv Invocation) Message {

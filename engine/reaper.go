@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -23,6 +24,16 @@ func (r *Runtime) Reap(ctx context.Context) error {
 			r.enqueue(job{runID: run.ID})
 		}
 	}
+	overdue, err := r.cfg.Store.OverdueRuns(ctx, r.cfg.Now(), 1000)
+	if err != nil {
+		return fmt.Errorf("reap: %w", err)
+	}
+	for _, run := range overdue {
+		// A decision may win the race; the loser's error says so.
+		if err := r.expire(ctx, run); err != nil && !errors.As(err, new(*DecidedError)) {
+			r.log.Warn("expire an overdue turn", "run", run.ID, "err", err)
+		}
+	}
 	return nil
 }
 
@@ -36,6 +47,11 @@ func (r *Runtime) reaper() {
 		select {
 		case <-r.ctx.Done():
 			return
+		case <-r.rewake:
+			// A new deadline may come before the planned pass. Since Go
+			// 1.23 Reset needs no draining of the channel.
+			t.Reset(r.nextReap(r.ctx))
+			continue
 		case <-t.C:
 		}
 		if err := r.Reap(r.ctx); err != nil && r.ctx.Err() == nil {
@@ -59,6 +75,17 @@ func (r *Runtime) nextReap(ctx context.Context) time.Duration {
 	}
 	// ExpiredRuns takes leases that expired strictly before now.
 	if until := exp.Sub(r.cfg.Now()) + time.Millisecond; ok && until > 0 && until < wait {
+		wait = until
+	}
+	// A deadline fires within moments of its time, not at the next pass.
+	dl, ok, err := r.cfg.Store.NextDeadline(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.log.Error("reaper: next deadline", "err", err)
+		}
+		return wait
+	}
+	if until := dl.Sub(r.cfg.Now()) + time.Millisecond; ok && until > 0 && until < wait {
 		wait = until
 	}
 	return wait

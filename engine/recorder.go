@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"sync/atomic"
+	"time"
 )
 
 // durableRecorder writes a run's events through the store while its worker
@@ -15,8 +16,9 @@ type durableRecorder struct {
 	rt              *Runtime
 	runID, owner    string
 	stop            context.CancelFunc
-	suspended       Event // the loop's suspended event, for SuspendRun
-	final           Event // the loop's finished or failed event, for FinishRun
+	suspended       Event         // the loop's suspended event, for SuspendRun
+	final           Event         // the loop's finished or failed event, for FinishRun
+	deadline        time.Duration // the agent's approval deadline, for SuspendRun
 	cancelRequested atomic.Bool
 }
 

@@ -102,7 +102,11 @@ func (l *Loop) Continue(ctx context.Context, cp Checkpoint) (*Result, error) {
 	}
 	var trace []Invocation
 	if len(cp.Open) > 0 {
-		if cp.Decision == nil && l.turnNeedsApproval(cp.Turn) {
+		g, err := l.gate(ctx, cp.Turn)
+		if err != nil {
+			return nil, err
+		}
+		if cp.Decision == nil && g.wait {
 			if len(cp.Open) != len(cp.Turn) {
 				return nil, fmt.Errorf("continue: %w: calls of a turn awaiting approval were answered", ErrCorruptState)
 			}
@@ -126,7 +130,7 @@ func (l *Loop) Continue(ctx context.Context, cp Checkpoint) (*Result, error) {
 			if cp.Decision != nil {
 				inv, err = l.answerDecided(ctx, call, *cp.Decision, cp.Offered)
 			} else {
-				inv, err = l.execute(ctx, call)
+				inv, err = l.run(ctx, call, nil, g.waived[call.ID])
 			}
 			if err != nil {
 				return nil, err

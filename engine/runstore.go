@@ -53,6 +53,7 @@ type Run struct {
 	LastSeq         int64 // seq of the run's last event
 	CreatedAt       time.Time
 	StartedAt       time.Time // zero until first started
+	DeadlineAt      time.Time // when the waiting turn expires; zero when none
 	UpdatedAt       time.Time
 	FinishedAt      time.Time // zero until terminal
 }
@@ -107,6 +108,8 @@ type Suspend struct {
 	Suspension       // the encoded state and the digest of the pending turn
 	Event      Event // the suspended event, appended in the same transaction
 	Now        time.Time
+	// DeadlineAt is when the turn expires without a decision; zero never.
+	DeadlineAt time.Time
 }
 
 // Claim is a decision's atomic take-over of a waiting run.
@@ -116,6 +119,9 @@ type Claim struct {
 	LeaseUntil time.Time
 	Event      Event // the decision event, appended in the same transaction
 	Now        time.Time
+	// Grants are written in the same transaction (their ids are set by the
+	// store).
+	Grants []Grant
 }
 
 // RunStore persists durable runs and their events. This interface is the
@@ -188,6 +194,12 @@ type RunStore interface {
 	// NextLeaseExpiry returns the earliest lease expiry of the running runs
 	// and true, or false when no run holds a lease.
 	NextLeaseExpiry(ctx context.Context) (time.Time, bool, error)
+	// NextDeadline returns the earliest approval deadline of the waiting
+	// runs and true, or false when none has one.
+	NextDeadline(ctx context.Context) (time.Time, bool, error)
+	// OverdueRuns lists up to limit waiting runs whose approval deadline
+	// passed before now, the most overdue first.
+	OverdueRuns(ctx context.Context, now time.Time, limit int) ([]Run, error)
 	// ExpiredRuns lists up to limit running runs whose lease expired before
 	// now, the longest expired first.
 	ExpiredRuns(ctx context.Context, now time.Time, limit int) ([]Run, error)
@@ -205,6 +217,20 @@ var (
 	ErrLeaseLost   = errors.New("run is no longer held by this worker")
 	ErrNotWaiting  = errors.New("run is not waiting for approval")
 )
+
+// ErrGrantsNotAccepted refuses a standing grant for an agent that needs a
+// second approver: each of its writes needs two people.
+var ErrGrantsNotAccepted = errors.New("this agent needs a second approver and takes no standing grants")
+
+// DeadlineError refuses a decision that came after the turn's approval
+// deadline; the turn was answered as expired.
+type DeadlineError struct {
+	At time.Time
+}
+
+func (e *DeadlineError) Error() string {
+	return "the approval deadline passed at " + e.At.UTC().Format(time.RFC3339)
+}
 
 // DecidedError says a waiting turn was already decided, by whom and when.
 type DecidedError struct {

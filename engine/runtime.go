@@ -83,10 +83,13 @@ type Runtime struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu      sync.Mutex
-	queue   []job
-	queued  map[string]bool // runs with an acquire job in queue, by id
-	wake    chan struct{}
+	mu     sync.Mutex
+	queue  []job
+	queued map[string]bool // runs with an acquire job in queue, by id
+	wake   chan struct{}
+	// rewake tells the reaper to look at its schedule again: a turn with a
+	// deadline was just suspended.
+	rewake  chan struct{}
 	active  map[string]activeRun // runs executing here, by id
 	started bool
 	closed  bool
@@ -137,7 +140,7 @@ func NewRuntime(cfg RuntimeConfig) (*Runtime, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Runtime{
 		cfg: cfg, agents: agents, instance: hex.EncodeToString(b[:]), log: cfg.Logger,
-		ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1),
+		ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1), rewake: make(chan struct{}, 1),
 		queued: map[string]bool{}, active: map[string]activeRun{},
 	}, nil
 }

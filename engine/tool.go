@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"time"
 )
 
 // Tool is something a model may call. Schema is the JSON Schema of the
@@ -82,4 +83,22 @@ type Agent struct {
 	SecondApprover bool
 	// Examples are prompts the playground offers one click away.
 	Examples []string
+	// DefaultModel is the model the playground preselects for the agent;
+	// empty leaves the first one offered.
+	DefaultModel string
+	// Policy decides which calls need a person; nil asks a person for every
+	// call of a tool that requires approval.
+	Policy Policy
+	// ApprovalDeadline bounds how long a turn may wait for a decision; when
+	// it passes, every pending call is answered as expired and the run
+	// carries on. Zero waits for ever.
+	ApprovalDeadline time.Duration
+	// MaxRepeatDenials ends a run after that many turns in a row that
+	// repeat a call denied earlier in the run (default 3).
+	MaxRepeatDenials int
 }
+
+// AcceptsGrants reports whether operators may give the agent standing
+// grants: not an agent that needs a second approver, whose every write
+// needs two people.
+func (a Agent) AcceptsGrants() bool { return !a.SecondApprover }

@@ -26,6 +26,10 @@ const (
 	// text, marked as the operator's answer, as its result. It is the only
 	// verdict for a question to the operator.
 	VerdictAnswer Verdict = "answer"
+	// VerdictExpire is given by the runtime, never by a person, when a
+	// turn's approval deadline passes: the call does not run and the model
+	// is told no decision came in time.
+	VerdictExpire Verdict = "expire"
 )
 
 // ParseVerdict returns the verdict named s, or an *InputError.
@@ -76,6 +80,9 @@ type Decision struct {
 	// Reason is the reason given for the whole decision; a denied call
 	// without its own reason carries it.
 	Reason string
+	// Grants ask to allow a tool approved in this decision from now on
+	// without a person (see GrantRequest).
+	Grants []GrantRequest
 }
 
 // CallKind says what a pending call is for the person deciding it.
@@ -103,6 +110,14 @@ func (d Decision) Resolve(pending []ToolCall, kind func(ToolCall) CallKind) ([]C
 	}
 	bad := func(field, format string, args ...any) error {
 		return &InputError{Field: field, Message: fmt.Sprintf(format, args...)}
+	}
+	if d.Verdict == VerdictExpire {
+		// The runtime's answer when the deadline passed: every call expires.
+		out := make([]CallVerdict, len(pending))
+		for i, c := range pending {
+			out[i] = CallVerdict{CallID: c.ID, Tool: c.Name, Verdict: VerdictExpire}
+		}
+		return out, nil
 	}
 	if d.Verdict != "" && d.Verdict != VerdictApprove && d.Verdict != VerdictDeny {
 		return nil, bad("decision", "A decision for every call must be approve or deny.")
@@ -205,7 +220,7 @@ func (d Decision) verdictFor(call ToolCall) CallVerdict {
 			return cv
 		}
 	}
-	if d.Verdict == VerdictApprove || d.Verdict == VerdictDeny {
+	if d.Verdict == VerdictApprove || d.Verdict == VerdictDeny || d.Verdict == VerdictExpire {
 		return CallVerdict{CallID: call.ID, Tool: call.Name, Verdict: d.Verdict}
 	}
 	return CallVerdict{CallID: call.ID, Tool: call.Name, Verdict: VerdictDeny, Text: "no verdict was recorded for this call"}

@@ -133,6 +133,8 @@ func (r *Runtime) drive(j job) {
 	loop := NewLoop(agent, model, rec)
 	loop.Now = r.cfg.Now
 	loop.Fault = r.cfg.Fault
+	loop.RunID, loop.Initiator = run.ID, run.InitiatedBy
+	rec.deadline = agent.ApprovalDeadline
 
 	var res *Result
 	if j.state != nil {
@@ -213,9 +215,15 @@ func (r *Runtime) suspend(rec *durableRecorder, st *SuspendedState) {
 	}
 	blob, err := EncodeState(st)
 	if err == nil {
-		err = r.cfg.Store.SuspendRun(context.Background(), rec.runID, rec.owner, Suspend{Suspension: Suspension{State: blob, Digest: st.Digest()}, Event: ev, Now: now})
+		err = r.cfg.Store.SuspendRun(context.Background(), rec.runID, rec.owner, Suspend{Suspension: Suspension{State: blob, Digest: st.Digest()}, Event: ev, Now: now, DeadlineAt: deadlineAt(now, rec.deadline)})
 		if err == nil {
 			r.cancelIfRequested(rec.runID)
+			if rec.deadline > 0 {
+				select {
+				case r.rewake <- struct{}{}:
+				default:
+				}
+			}
 			return
 		}
 		if errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrRunTerminal) {
@@ -291,4 +299,12 @@ func (r *Runtime) finish(rec *durableRecorder, res *Result, err error) {
 		}
 		r.log.Error("finish", "run", rec.runID, "err", err)
 	}
+}
+
+// deadlineAt is when a turn suspended at now expires, or zero for never.
+func deadlineAt(now time.Time, d time.Duration) time.Time {
+	if d <= 0 {
+		return time.Time{}
+	}
+	return now.Add(d)
 }

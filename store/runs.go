@@ -20,7 +20,7 @@ var _ engine.RunStore = (*DB)(nil)
 const runColumns = `id, agent, model, prompt, status, initiated_by, iterations,
 	prompt_tokens, completion_tokens, total_tokens, termination_reason, error,
 	pending_digest, claimed_by, lease_expires_at, attempts, cancel_requested,
-	last_seq, created_at, started_at, updated_at, finished_at`
+	last_seq, created_at, started_at, updated_at, finished_at, deadline_at`
 
 // runRow is a row of agent_run as scanned.
 type runRow struct {
@@ -46,6 +46,7 @@ type runRow struct {
 	StartedAt         *int64 `db:"started_at"`
 	UpdatedAt         int64  `db:"updated_at"`
 	FinishedAt        *int64 `db:"finished_at"`
+	DeadlineAt        *int64 `db:"deadline_at"`
 }
 
 func (r runRow) run() engine.Run {
@@ -74,6 +75,7 @@ func (r runRow) run() engine.Run {
 		StartedAt:       nullMillis(r.StartedAt),
 		UpdatedAt:       fromMillis(r.UpdatedAt),
 		FinishedAt:      nullMillis(r.FinishedAt),
+		DeadlineAt:      nullMillis(r.DeadlineAt),
 	}
 }
 
@@ -215,13 +217,17 @@ func (db *DB) RenewLease(ctx context.Context, id, owner string, until time.Time)
 func (db *DB) SuspendRun(ctx context.Context, id, owner string, s engine.Suspend) error {
 	const q = `UPDATE agent_run
 		SET status = 'waiting_for_approval', suspended_state = ?, pending_digest = ?,
-			claimed_by = '', lease_expires_at = NULL,
+			claimed_by = '', lease_expires_at = NULL, deadline_at = ?,
 			last_seq = last_seq + 1, updated_at = ?
 		WHERE id = ? AND status = 'running' AND claimed_by = ?
 		RETURNING last_seq`
 	err := db.inTx(ctx, func(tx *sqlx.Tx) error {
 		var seq int64
-		err := tx.GetContext(ctx, &seq, q, s.State, s.Digest, millis(s.Now), id, owner)
+		var deadline any // NULL: the turn waits for ever
+		if !s.DeadlineAt.IsZero() {
+			deadline = millis(s.DeadlineAt)
+		}
+		err := tx.GetContext(ctx, &seq, q, s.State, s.Digest, deadline, millis(s.Now), id, owner)
 		if errors.Is(err, sql.ErrNoRows) {
 			return heldError(ctx, tx, id)
 		}
@@ -282,7 +288,15 @@ func (db *DB) ClaimRun(ctx context.Context, id string, c engine.Claim) ([]byte, 
 		if err != nil {
 			return err
 		}
-		return insertEvent(ctx, tx, id, res.Seq, c.Event, c.Now)
+		ev := c.Event
+		for _, g := range c.Grants {
+			g, err := insertGrant(ctx, tx, g)
+			if err != nil {
+				return err
+			}
+			ev.Grants = append(ev.Grants, g)
+		}
+		return insertEvent(ctx, tx, id, res.Seq, ev, c.Now)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim run %s: %w", id, err)
@@ -378,7 +392,7 @@ func (db *DB) FinishRun(ctx context.Context, id, owner string, f engine.Finish) 
 		SET status = ?, termination_reason = ?, error = ?,
 			iterations = COALESCE(?, iterations), prompt_tokens = COALESCE(?, prompt_tokens),
 			completion_tokens = COALESCE(?, completion_tokens), total_tokens = COALESCE(?, total_tokens),
-			suspended_state = NULL, pending_digest = '', claimed_by = '', lease_expires_at = NULL,
+			suspended_state = NULL, pending_digest = '', claimed_by = '', lease_expires_at = NULL, deadline_at = NULL,
 			last_seq = last_seq + 1, finished_at = ?, updated_at = ?
 		WHERE id = ? AND (CASE WHEN ? = '' THEN status IN ('queued', 'waiting_for_approval')
 			ELSE status = 'running' AND claimed_by = ? END)
@@ -445,7 +459,7 @@ func (db *DB) RequestCancel(ctx context.Context, id string, ev engine.Event, now
 		SET status = 'cancelled', termination_reason = 'cancelled', error = ?,
 			iterations = COALESCE(?, iterations), prompt_tokens = COALESCE(?, prompt_tokens),
 			completion_tokens = COALESCE(?, completion_tokens), total_tokens = COALESCE(?, total_tokens),
-			suspended_state = NULL, pending_digest = '', claimed_by = '', lease_expires_at = NULL,
+			suspended_state = NULL, pending_digest = '', claimed_by = '', lease_expires_at = NULL, deadline_at = NULL,
 			last_seq = last_seq + 1, finished_at = ?, updated_at = ?
 		WHERE id = ? AND status IN ('queued', 'waiting_for_approval')
 		RETURNING last_seq, iterations, prompt_tokens, completion_tokens, total_tokens`
@@ -650,4 +664,42 @@ func clampLimit(n, def, max int) int {
 		return max
 	}
 	return n
+}
+
+// insertGrant stores a standing grant and returns it with its id.
+func insertGrant(ctx context.Context, tx *sqlx.Tx, g engine.Grant) (engine.Grant, error) {
+	const q = `INSERT INTO approval_grant (agent, run_id, tool, scope, granted_by, created_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`
+	if err := tx.GetContext(ctx, &g.ID, q, g.Agent, g.RunID, g.Tool, g.Scope, g.By,
+		millis(g.CreatedAt), millis(g.ExpiresAt)); err != nil {
+		return engine.Grant{}, fmt.Errorf("insert grant: %w", err)
+	}
+	return g, nil
+}
+
+// NextDeadline implements engine.RunStore. It reads the partial deadline
+// index.
+func (db *DB) NextDeadline(ctx context.Context) (time.Time, bool, error) {
+	const q = `SELECT MIN(deadline_at) FROM agent_run INDEXED BY agent_run_deadline
+		WHERE status = 'waiting_for_approval' AND deadline_at IS NOT NULL`
+	var ms sql.NullInt64
+	if err := db.db.GetContext(ctx, &ms, q); err != nil {
+		return time.Time{}, false, fmt.Errorf("next deadline: %w", err)
+	}
+	if !ms.Valid {
+		return time.Time{}, false, nil
+	}
+	return fromMillis(ms.Int64), true, nil
+}
+
+// OverdueRuns implements engine.RunStore.
+func (db *DB) OverdueRuns(ctx context.Context, now time.Time, limit int) ([]engine.Run, error) {
+	const q = `SELECT ` + runColumns + ` FROM agent_run INDEXED BY agent_run_deadline
+		WHERE status = 'waiting_for_approval' AND deadline_at IS NOT NULL AND deadline_at < ?
+		ORDER BY deadline_at LIMIT ?`
+	var rows []runRow
+	if err := db.db.SelectContext(ctx, &rows, q, millis(now), clampLimit(limit, 100, 1000)); err != nil {
+		return nil, fmt.Errorf("overdue runs: %w", err)
+	}
+	return runsOf(rows), nil
 }

@@ -214,6 +214,10 @@ type InboxItem struct {
 	RunID, Agent, InitiatedBy, Age, Prompt string
 	// Tools are the names of the pending calls.
 	Tools []string
+	// TimeLeft is how long the turn may still wait before it expires, empty
+	// when it has no deadline; Soon marks one close to its deadline.
+	TimeLeft string
+	Soon     bool
 }
 
 // HistoryView is the filtered, paginated list of runs.

@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -28,6 +29,13 @@ func (s *server) inbox(c echo.Context) error {
 	for _, r := range runs {
 		item := views.InboxItem{RunID: r.ID, Agent: r.Agent, InitiatedBy: r.InitiatedBy, Prompt: r.Prompt,
 			Age: humanDuration(now.Sub(r.UpdatedAt))}
+		if !r.DeadlineAt.IsZero() {
+			left := r.DeadlineAt.Sub(now)
+			item.TimeLeft = humanDuration(left)
+			// Close to its deadline: the last fifth of its wait, or the last
+			// two minutes.
+			item.Soon = left < 2*time.Minute || left < r.DeadlineAt.Sub(r.UpdatedAt)/5
+		}
 		if sus, err := s.db.SuspendedState(ctx, r.ID); err == nil {
 			if st, err := sus.Decode(); err == nil {
 				for _, p := range st.Pending {

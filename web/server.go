@@ -147,6 +147,7 @@ var (
 func classify(err error) *httpError {
 	var he *httpError
 	var decided *engine.DecidedError
+	var late *engine.DeadlineError
 	var input *engine.InputError
 	var ee *echo.HTTPError
 	switch {
@@ -154,6 +155,9 @@ func classify(err error) *httpError {
 		return he
 	case errors.As(err, &decided):
 		return &httpError{http.StatusConflict, "Already decided", decidedSentence(decided)}
+	case errors.As(err, &late):
+		return &httpError{http.StatusConflict, "Too late", "The approval deadline of this turn passed at " +
+			views.HumanTime(late.At) + ", so it was answered as expired and the run carried on."}
 	case errors.Is(err, engine.ErrRunNotFound), errors.Is(err, store.ErrNotFound):
 		return &httpError{http.StatusNotFound, "Not found", "There is nothing here. Check the link, or find the run in the history."}
 	case errors.Is(err, engine.ErrStaleTurn):
@@ -224,6 +228,9 @@ func decidedSentence(d *engine.DecidedError) string {
 		return "Someone else decided this turn first."
 	}
 	verb := "Decided"
+	if d.Dec == engine.VerdictExpire {
+		return "No decision came before the approval deadline: the turn expired at " + views.HumanTime(d.At) + "."
+	}
 	switch d.Dec {
 	case engine.VerdictApprove:
 		verb = "Approved"

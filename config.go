@@ -30,6 +30,9 @@ type config struct {
 	// models lists the models offered besides the demo model, from the
 	// entries of COUNTERSIGN_MODELS, each name once.
 	models []app.ModelEntry
+	// agentsFile is the agents file (COUNTERSIGN_AGENTS); empty takes the
+	// built-in one. It is read, and checked, when the server starts.
+	agentsFile string
 }
 
 // loadConfig reads the COUNTERSIGN_* variables, with defaults that serve a
@@ -64,6 +67,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 	str("COUNTERSIGN_ADDR", &c.addr)
 	str("COUNTERSIGN_DB", &c.dbPath)
 	str("COUNTERSIGN_SESSION_KEY", &c.sessionKey)
+	str("COUNTERSIGN_AGENTS", &c.agentsFile)
 	if err := duration("COUNTERSIGN_RETENTION", time.Nanosecond, "a positive duration such as 720h", &c.retention); err != nil {
 		return c, err
 	}

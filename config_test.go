@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -165,15 +168,18 @@ func TestLoadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.addr != ":8080" || c.dbPath != "./data/countersign.db" || c.retention != 30*24*time.Hour || c.workers != 4 ||
-		c.lease != 30*time.Second || c.reapEvery != time.Second || c.fourEyes || c.fault != "" || c.logLevel != slog.LevelInfo {
+		c.lease != 30*time.Second || c.reapEvery != time.Second || c.fourEyes || c.fault != "" || c.logLevel != slog.LevelInfo ||
+		c.agentsFile != "" {
 		t.Errorf("defaults %+v", c)
 	}
 	c, err = loadConfig(envOf(map[string]string{"COUNTERSIGN_RETENTION": "1ns", "COUNTERSIGN_LEASE": "1s",
-		"COUNTERSIGN_REAP_INTERVAL": "100ms", "COUNTERSIGN_WORKERS": "256", "COUNTERSIGN_FOUR_EYES": "true"}))
+		"COUNTERSIGN_REAP_INTERVAL": "100ms", "COUNTERSIGN_WORKERS": "256", "COUNTERSIGN_FOUR_EYES": "true",
+		"COUNTERSIGN_AGENTS": "/etc/countersign/agents.yaml"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.retention != 1 || c.lease != time.Second || c.reapEvery != 100*time.Millisecond || c.workers != 256 || !c.fourEyes {
+	if c.retention != 1 || c.lease != time.Second || c.reapEvery != 100*time.Millisecond || c.workers != 256 || !c.fourEyes ||
+		c.agentsFile != "/etc/countersign/agents.yaml" {
 		t.Errorf("the smallest values allowed give %+v", c)
 	}
 	for _, tc := range []struct{ key, val, want string }{
@@ -190,5 +196,30 @@ func TestLoadConfig(t *testing.T) {
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("%s=%q: error %v, want %q", tc.key, tc.val, err, tc.want)
 		}
+	}
+}
+
+// A bad agents file stops the server before it listens, with each mistake
+// at its line.
+func TestServeRefusesABadAgentsFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "agents.yaml")
+	if err := os.WriteFile(file, []byte("agents:\n  - name: a\n    titel: A\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"COUNTERSIGN_DB": filepath.Join(dir, "cs.db"), "COUNTERSIGN_ADDR": "127.0.0.1:0",
+		"COUNTERSIGN_AGENTS": file}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	err := run(ctx, []string{"countersign"}, envOf(vars), &out)
+	for _, want := range []string{file + ":2: missing key title", file + `:3: an agent: unknown key "titel"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("run() = %v, want %q", err, want)
+		}
+	}
+	if strings.Contains(out.String(), "listening") {
+		t.Error("the server listened on a bad agents file")
 	}
 }

@@ -78,6 +78,7 @@ func serve(ctx context.Context, cfg config, getenv func(string) string, log *slo
 		SessionKey:   []byte(cfg.sessionKey),
 		FirstAdmin:   stdout,
 		ModelEntries: cfg.models,
+		AgentsFile:   cfg.agentsFile,
 		Getenv:       getenv,
 		Workers:      cfg.workers,
 		Lease:        cfg.lease,

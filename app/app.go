@@ -14,8 +14,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"time"
 
+	"countersign/agentsfile"
 	"countersign/engine"
 	"countersign/engine/tools"
 	"countersign/static"
@@ -51,7 +53,11 @@ type Config struct {
 	// Models, when not nil, are the models offered in place of the demo
 	// model and ModelEntries: for tests with a scripted or blocking model.
 	Models []Model
-	// Agents returns the agents over the workspace; nil is tools.Agents.
+	// AgentsFile is the agents file (COUNTERSIGN_AGENTS); empty takes the
+	// built-in one. A file with mistakes makes New fail, naming each.
+	AgentsFile string
+	// Agents, when not nil, returns the agents over the workspace in place
+	// of the agents file: for tests with agents of their own.
 	Agents func(ws tools.Workspace, now func() time.Time) []engine.Agent
 
 	// Workers, Lease and ReapEvery tune the runtime; zero takes the
@@ -100,9 +106,6 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 	if cfg.Getenv == nil {
 		cfg.Getenv = func(string) string { return "" }
-	}
-	if cfg.Agents == nil {
-		cfg.Agents = tools.Agents
 	}
 	a := &App{cfg: cfg, DB: cfg.DB}
 	if a.DB == nil {
@@ -154,12 +157,14 @@ func (a *App) build(ctx context.Context) error {
 		return err
 	}
 
-	a.Agents = cfg.Agents(pages, cfg.Now)
 	a.Models = cfg.Models
 	if a.Models == nil {
 		if a.Models, err = BuildModels(cfg.ModelEntries, cfg.Getenv, log); err != nil {
 			return err
 		}
+	}
+	if a.Agents, err = a.loadAgents(pages); err != nil {
+		return err
 	}
 	offered := make([]web.OfferedModel, len(a.Models))
 	byName := make(map[string]engine.Model, len(a.Models))
@@ -193,6 +198,33 @@ func (a *App) build(ctx context.Context) error {
 		SessionKey: key, SignIn: cfg.SignIn, Logger: log, Now: cfg.Now,
 	})
 	return err
+}
+
+// loadAgents returns Config.Agents over ws or else the agents of the agents
+// file, whose policies look up the grants in the database.
+func (a *App) loadAgents(ws tools.Workspace) ([]engine.Agent, error) {
+	cfg := a.cfg
+	if cfg.Agents != nil {
+		return cfg.Agents(ws, cfg.Now), nil
+	}
+	name, data := agentsfile.DefaultName, agentsfile.Default()
+	if cfg.AgentsFile != "" {
+		var err error
+		if data, err = os.ReadFile(cfg.AgentsFile); err != nil {
+			return nil, fmt.Errorf("agents file: %w", err)
+		}
+		name = cfg.AgentsFile
+	}
+	models := make([]string, len(a.Models))
+	for i, m := range a.Models {
+		models[i] = m.Name
+	}
+	agents, err := agentsfile.Load(name, data, agentsfile.Env{Tools: tools.Catalogue(ws, cfg.Now), Models: models,
+		Grants: a.DB, FourEyes: cfg.FourEyes, Now: cfg.Now, Logger: cfg.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("agents file: %w", err)
+	}
+	return agents, nil
 }
 
 // Start starts the runtime's workers and, with a Retention, the hourly purge

@@ -29,6 +29,16 @@ func (s *server) newRunView(agent, model, prompt string) views.NewRunView {
 		v.Agent = s.cfg.Agents[0].Name
 	}
 	if v.Model == "" {
+		// The agent's default model, when this server offers it.
+		if a, ok := s.rt.Agent(v.Agent); ok && a.DefaultModel != "" {
+			for _, m := range s.cfg.Models {
+				if m.Name == a.DefaultModel {
+					v.Model = m.Name
+				}
+			}
+		}
+	}
+	if v.Model == "" {
 		v.Model = s.cfg.Models[0].Name
 	}
 	return v

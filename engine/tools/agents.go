@@ -39,8 +39,12 @@ Use the tools to list, read and search pages, count words and tell the time; nev
 You cannot change pages. If you are asked to, say so and suggest asking the content editor.
 Answer briefly and name the pages you used.`
 
-// Agents returns the presets the playground offers, all over ws: editor,
-// editor-4eyes (the same with a second approver) and researcher (read-only).
+// Agents returns the presets, all over ws: editor, editor-4eyes (the same
+// with a second approver) and researcher (read-only), without policies.
+// The server reads its agents from an agents file (package agentsfile),
+// whose built-in one holds these three with the same texts, tools and
+// examples, and more; the engine's tests, which may not read YAML, use
+// these, and agentsfile's tests check the two agree.
 // The editors may ask the operator (ask_operator) rather than guess which
 // page a change is for. The researcher may not: its runs never wait for a
 // person, and a wrong guess of a read-only agent changes nothing and shows

@@ -15,10 +15,11 @@ import (
 // denied, refused, answered in place of running, or failed. It reports what
 // was done (as it ran, edits included), what was not and why (quoting the
 // operator's reasons and answers), and the steps the script did not reach.
-// It never leads to another call.
-func troubleAnswer(turns []turn, notReached []string) string {
+// It never leads to another call. retried says the model asked again after
+// a denial, as the prompt told it to.
+func troubleAnswer(turns []turn, notReached []string, retried bool) string {
 	var done, notDone, answers []string
-	var refused, failed int
+	var refused, failed, expired, repeated int
 	denied, reasons, partial := denials(turns)
 	for _, t := range turns {
 		for i, c := range t.calls {
@@ -43,6 +44,12 @@ func troubleAnswer(turns []turn, notReached []string) string {
 					s += ": " + quote(reason)
 				}
 				notDone = append(notDone, s+")")
+			case outcomeExpired:
+				expired++
+				notDone = append(notDone, infinitive(c)+" (not run: no one decided before the approval deadline)")
+			case outcomeRepeatDenied:
+				repeated++
+				notDone = append(notDone, infinitive(c)+" (denied again without asking anyone: the same call was denied before)")
 			case outcomeNotPermitted:
 				refused++
 				notDone = append(notDone, infinitive(c)+" (not run: the tool is no longer permitted for this agent)")
@@ -86,13 +93,21 @@ func troubleAnswer(turns []turn, notReached []string) string {
 		sep(&b)
 		b.WriteString(a)
 	}
+	if expired > 0 {
+		sep(&b)
+		b.WriteString("No one decided in time: the approval deadline passed, so those calls did not run and I stopped.")
+	}
+	if repeated > 0 {
+		sep(&b)
+		b.WriteString("I repeated a call that had been denied, and it was refused again without asking anyone.")
+	}
 	if refused > 0 {
 		sep(&b)
 		b.WriteString("Some approved calls were not run because their tool is no longer permitted for this agent.")
 	}
 	if failed > 0 {
 		sep(&b)
-		if denied+refused+len(answers) == 0 {
+		if denied+refused+expired+repeated+len(answers) == 0 {
 			b.WriteString("I could not finish: a tool reported an error.")
 		} else {
 			b.WriteString("A tool also reported an error.")
@@ -108,7 +123,11 @@ func troubleAnswer(turns []turn, notReached []string) string {
 	for _, s := range notDone {
 		b.WriteString("\n- " + s)
 	}
-	b.WriteString("\nI did not retry anything and made no further tool calls.")
+	if retried {
+		b.WriteString("\nI made no further tool calls.")
+	} else {
+		b.WriteString("\nI did not retry anything and made no further tool calls.")
+	}
 	return b.String()
 }
 

@@ -6,7 +6,9 @@
 // every call to Generate reads the transcript, finds the last user prompt and
 // what happened since, and decides the next assistant message from that
 // alone. After a denial, a refusal, an answer in place of a tool or a tool
-// error it answers in plain words and never calls another tool. It reads
+// error it answers in plain words and never calls another tool, unless the
+// prompt tells it to try again when refused: then it repeats the denied
+// calls, which shows the engine's loop breaker at work. It reads
 // the operator's edits (it reports what ran, not what it proposed) and asks
 // the operator (ask_operator, when offered) which page is meant when a
 // prompt names none or one that does not exist, and goes on with the
@@ -56,6 +58,8 @@ func Examples() []string {
 		"Delete the old announcement page.",
 		"Set the price on the offers page to $12.",
 		"Publish a draft page.",
+		"Create a page announcing the Team plan at $12 per seat.",
+		"Delete the old announcement page. If you are refused, try again.",
 	}
 }
 
@@ -94,24 +98,32 @@ func (m *Model) Generate(ctx context.Context, req engine.ModelRequest) (engine.M
 
 // decide picks the next reply. Problems come first: once a call of the run
 // was denied, refused, answered in place of running, or failed, the model
-// only reports and stops. A script whose page is not known yet is first
+// only reports and stops, unless the prompt told it to try again when
+// refused: then it repeats a denied turn, identical (see retryDenied). A script whose page is not known yet is first
 // made from what the conversation found out about it. A final answer says
 // what the operator's edits changed, unless the script already did.
 func decide(conv conversation, s script, offered map[string]bool) reply {
-	if s.find != nil {
-		s = s.find.script(conv.turns, offered)
+	turns, retried := conv.turns, false
+	if wantsRetry(conv.prompt) {
+		if r, ok := retryDenied(turns); ok {
+			return r
+		}
+		turns, retried = withoutRetried(turns)
 	}
-	for i, t := range conv.turns {
+	if s.find != nil {
+		s = s.find.script(turns, offered)
+	}
+	for i, t := range turns {
 		if t.troubled() {
-			return reply{text: troubleAnswer(conv.turns[:i+1], s.stepsAfter(i))}
+			return reply{text: troubleAnswer(turns[:i+1], s.stepsAfter(i), retried)}
 		}
 	}
 	if missing := s.missing(offered); len(missing) > 0 {
 		return reply{text: cannotAnswer(s.goal, missing, offered)}
 	}
-	r := s.next(conv.turns)
+	r := s.next(turns)
 	if len(r.calls) == 0 && !r.editsTold {
-		if told := editsTold(conv.turns); told != "" {
+		if told := editsTold(turns); told != "" {
 			r.text += " " + told
 		}
 	}

@@ -29,6 +29,8 @@ const (
 	outcomeNotPermitted                // approved, but the tool is no longer offered
 	outcomeFailed                      // the tool or the loop reported an error
 	outcomeAnswered                    // the operator answered: a question, or in place of a tool
+	outcomeExpired                     // no decision came before the approval deadline
+	outcomeRepeatDenied                // refused without asking: an identical call was denied before
 )
 
 // result is the answer to one tool call.
@@ -145,7 +147,8 @@ func (t *turn) answer(m engine.Message) {
 
 // classify tells what became of a call by the prefixes the loop puts in
 // front of its result: an edit (then the call ran, well or not), an answer
-// by the operator, a denial, a refusal, or else a result or an error.
+// by the operator, an expired turn, a repeat refused without asking, a
+// denial, a refusal, or else a result or an error.
 func classify(m engine.Message) result {
 	if strings.HasPrefix(m.Content, engine.EditedPrefix) {
 		args, out := readEditNote(m.Content)
@@ -158,6 +161,10 @@ func classify(m engine.Message) result {
 	switch {
 	case strings.HasPrefix(m.Content, engine.AnsweredPrefix):
 		return result{outcome: outcomeAnswered, content: m.Content, answer: operatorText(m.Content)}
+	case strings.HasPrefix(m.Content, engine.ExpiredPrefix):
+		return result{outcome: outcomeExpired, content: m.Content}
+	case strings.HasPrefix(m.Content, engine.RepeatDeniedPrefix):
+		return result{outcome: outcomeRepeatDenied, content: m.Content}
 	case !m.IsError:
 		return result{outcome: outcomeOK, content: m.Content}
 	case strings.HasPrefix(m.Content, engine.DeniedPrefix):

@@ -74,7 +74,7 @@ func (r *Runtime) decide(ctx context.Context, runID string, d Decision, expiring
 		return fmt.Errorf("decide run %s: %w", runID, err)
 	}
 	now := r.cfg.Now()
-	grants, err := grantsOf(agent, run, verdicts, d, now)
+	grants, err := grantsOf(agent.AcceptsGrants() && !r.NeedsSecondApprover(run.Agent), run, verdicts, d, now)
 	if err != nil {
 		return fmt.Errorf("decide run %s: %w", runID, err)
 	}
@@ -124,12 +124,13 @@ const ExpiredBy = "deadline"
 
 // grantsOf turns the standing grants a decision asks for into grants: each
 // names a tool the decision approves (or edits), and the agent must accept
-// grants (not one that needs a second approver).
-func grantsOf(agent Agent, run Run, verdicts []CallVerdict, d Decision, now time.Time) ([]Grant, error) {
+// grants: not one that needs a second approver, by itself or because the
+// runtime requires one of every agent.
+func grantsOf(accepts bool, run Run, verdicts []CallVerdict, d Decision, now time.Time) ([]Grant, error) {
 	if len(d.Grants) == 0 {
 		return nil, nil
 	}
-	if !agent.AcceptsGrants() {
+	if !accepts {
 		return nil, ErrGrantsNotAccepted
 	}
 	var out []Grant

@@ -161,6 +161,10 @@ func outcomeLabel(o string) string {
 		return "unknown tool"
 	case "answered":
 		return "answered by the operator"
+	case "expired":
+		return "no decision in time"
+	case "repeat_denied":
+		return "denied again without asking"
 	}
 	return ""
 }
@@ -175,6 +179,8 @@ func decisionLabel(d string) string {
 		return "Edited"
 	case "answer":
 		return "Answered"
+	case "expire":
+		return "Expired"
 	case "":
 		return "Decided"
 	}
@@ -187,6 +193,8 @@ func terminationLabel(t string) string {
 	switch t {
 	case "output_limit":
 		return "stopped: the model's reply hit its output token limit"
+	case "repeated_denials":
+		return "stopped: the agent kept repeating calls that were denied"
 	}
 	return strings.ReplaceAll(t, "_", " ")
 }
@@ -280,6 +288,37 @@ func badgeCount(n int) string {
 
 func userURL(id int64, action string) string {
 	return "/users/" + strconv.FormatInt(id, 10) + "/" + action
+}
+
+// grantsIntro opens the admin's list of grants.
+const grantsIntro = "An operator who approves a write may allow the same tool from then on without asking: " +
+	"for the rest of the run, or for the agent for a period. Revoking a grant makes the next call ask a person again."
+
+func grantURL(id int64) string {
+	return "/grants/" + strconv.FormatInt(id, 10) + "/revoke"
+}
+
+// grantOffer is the period an agent-wide grant offered on the card lasts,
+// or "" when the card offers no grant.
+func grantOffer(card ApprovalCard) string {
+	if !card.Grants || !card.CanApprove {
+		return ""
+	}
+	if card.GrantFor == "" {
+		return "1 hour"
+	}
+	return card.GrantFor
+}
+
+// grantScopeLabel says how far a grant reaches.
+func grantScopeLabel(scope string) string {
+	switch scope {
+	case "run":
+		return "rest of the run"
+	case "agent":
+		return "agent-wide"
+	}
+	return scope
 }
 
 func approvalIntro(card ApprovalCard) string {

@@ -15,7 +15,8 @@ type Layout struct {
 	Flash *Flash
 	// InboxCount is the number of runs waiting for approval.
 	InboxCount int
-	// Active names the nav entry to mark: "playground", "runs", "inbox" or "users".
+	// Active names the nav entry to mark: "playground", "runs", "inbox",
+	// "users" or "grants".
 	Active string
 	// CSS, JS, HTMX and Icon are the asset URLs. An empty URL leaves its
 	// tag out: without htmx the pages still work as plain forms and links.
@@ -86,6 +87,9 @@ type RunView struct {
 	CanDecide bool
 	// CanCancel is true when the viewer may cancel and the run has not ended.
 	CanCancel bool
+	// Grants are the standing grants given in the run and the agent-wide
+	// ones that applied to it while it ran, newest first.
+	Grants []GrantView
 }
 
 // RunHeader is the summary at the top of the run page.
@@ -130,6 +134,9 @@ type Step struct {
 	// Original is what the model proposed for a call an operator edited;
 	// EditedBy is who edited it.
 	Original, EditedBy string
+	// WaivedBy names the rule or grant that let a call run without a
+	// person.
+	WaivedBy           string
 	Termination, Error string
 	Totals             string
 }
@@ -164,6 +171,12 @@ type ApprovalCard struct {
 	// Notice asks the operator to check something before confirming, such
 	// as the preview of an edit.
 	Notice string
+	// Grants offers, on each write the operator approves, to allow the same
+	// tool from now on without a person: for the rest of the run or for the
+	// agent for GrantFor (such as "1 hour"). False for an agent that needs a
+	// second approver and for a person who may not approve.
+	Grants   bool
+	GrantFor string
 }
 
 // PendingCall is one call awaiting a decision.
@@ -186,6 +199,9 @@ type PendingCall struct {
 	// what the operator saw.
 	EditPreview []string
 	Previewed   string
+	// Grant is the standing grant chosen with an approval: "" (none), "run"
+	// or "agent".
+	Grant string
 }
 
 // StepsUpdate is the answer to a poll for the steps after a seq.
@@ -260,6 +276,23 @@ type UserRow struct {
 	ID                  int64
 	Name, Role, Created string
 	Disabled            bool
+}
+
+// GrantView is a standing grant: calls of Tool by Agent (in RunID when the
+// scope is "run") run without a person until Ends, unless revoked.
+type GrantView struct {
+	ID                            int64
+	Agent, RunID, Tool, Scope, By string
+	Created, Ends                 string
+	// State is "active", "expired" or "revoked".
+	State string
+	// Revoked and RevokedBy say when and by whom a revoked grant ended.
+	Revoked, RevokedBy string
+}
+
+// GrantsView is the admin's list of active standing grants.
+type GrantsView struct {
+	Grants []GrantView
 }
 
 // ErrorView is a readable error for a person.

@@ -90,6 +90,7 @@ func TestAccess(t *testing.T) {
 		{method: "GET", route: "/inbox", prepare: get("/inbox"), want: [4]int{see, ok, ok, ok}, loc: login},
 		{method: "GET", route: "/inbox/count", prepare: get("/inbox/count"), want: [4]int{see, ok, ok, ok}, loc: login},
 		{method: "GET", route: "/users", prepare: get("/users"), want: [4]int{see, forbid, forbid, ok}, loc: login},
+		{method: "GET", route: "/grants", prepare: get("/grants"), want: [4]int{see, forbid, forbid, ok}, loc: login},
 		{method: "GET", route: "/healthz", prepare: get("/healthz"), want: [4]int{ok, ok, ok, ok}},
 		{method: "GET", route: "/static/<hashed app.css>", prepare: get(css), want: [4]int{ok, ok, ok, ok}},
 

@@ -75,6 +75,7 @@ func step(re engine.RecordedEvent) views.Step {
 	if ev.Original != "" {
 		s.Original, s.EditedBy = prettyJSON(ev.Original), ev.EditedBy
 	}
+	s.WaivedBy = ev.WaivedBy
 	for _, cv := range ev.Verdicts {
 		s.Verdicts = append(s.Verdicts, views.VerdictView{CallID: cv.CallID, Tool: cv.Tool, Verdict: string(cv.Verdict),
 			Arguments: prettyJSON(cv.Arguments), Original: prettyJSON(cv.Original), Text: cv.Text})

@@ -54,6 +54,8 @@ func (s *server) routes(e *echo.Echo) {
 	e.POST("/users", s.userCreate, checkCSRF, admin)
 	e.POST("/users/:id/role", s.userRole, checkCSRF, admin)
 	e.POST("/users/:id/disable", s.userDisable, checkCSRF, admin)
+	e.GET("/grants", s.grantList, admin)
+	e.POST("/grants/:id/revoke", s.grantRevoke, checkCSRF, admin)
 }
 
 // bodyLimit is MaxBodyBytes in Echo's notation.

@@ -37,10 +37,14 @@ func (s *server) runView(c echo.Context, run engine.Run) (views.RunView, error) 
 	if err != nil {
 		return views.RunView{}, err
 	}
+	grants, err := s.runGrants(c.Request().Context(), run)
+	if err != nil {
+		return views.RunView{}, err
+	}
 	operator := hasRole(c, store.RoleOperator)
 	v := views.RunView{Run: header(run, s.now()), Steps: steps(evs), Card: s.approvalCard(c, run),
 		CanDecide: operator, CanCancel: operator && !run.Status.Terminal(),
-		Polling: polling(run) || len(evs) == maxPageSteps}
+		Polling: polling(run) || len(evs) == maxPageSteps, Grants: grants}
 	if len(evs) > 0 {
 		v.LastSeq = evs[len(evs)-1].Seq
 	}
@@ -76,6 +80,10 @@ func (s *server) approvalCard(c echo.Context, run engine.Run) *views.ApprovalCar
 	if u, ok := currentUser(c); ok && card.CanDecide && !s.rt.MayApprove(run, u.Name) {
 		card.CanApprove = false
 		card.Note = "You started this run and its agent needs a second approver: another operator must approve or edit its calls. You may deny or answer them."
+	}
+	// An agent that needs a second approver takes no standing grants.
+	if a, ok := s.rt.Agent(run.Agent); ok && a.AcceptsGrants() && !s.rt.NeedsSecondApprover(run.Agent) {
+		card.Grants, card.GrantFor = card.CanApprove, grantPeriod(engine.DefaultGrantPeriod)
 	}
 	for i := range card.Calls {
 		if pc := &card.Calls[i]; pc.Verdict == string(engine.VerdictApprove) && !card.CanApprove {

@@ -166,6 +166,10 @@ func classify(err error) *httpError {
 		return &httpError{http.StatusConflict, "Run has ended", "This run has already ended; there is nothing left to decide or cancel."}
 	case errors.Is(err, engine.ErrNotWaiting):
 		return &httpError{http.StatusConflict, "Not waiting", "This run is not waiting for a decision."}
+	case errors.Is(err, engine.ErrGrantsNotAccepted):
+		return &httpError{http.StatusForbidden, "No standing grants", "This agent needs a second approver, so it takes no standing grants."}
+	case errors.Is(err, store.ErrGrantRevoked):
+		return &httpError{http.StatusConflict, "Already revoked", "This grant was already revoked: calls of its tool ask a person again."}
 	case errors.Is(err, engine.ErrSelfApproval):
 		return &httpError{http.StatusForbidden, "Second approver needed", "You started this run, and its agent requires another operator to approve it. You may still deny it."}
 	case errors.Is(err, engine.ErrCorruptState):

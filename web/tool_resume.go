@@ -23,7 +23,8 @@ import (
 // "decision": approve or deny every call ("Approve all", "Deny all"; a
 // question still needs its answer), "calls" (a verdict per call from
 // verdict.<id>, with args.<id> for an edit and text.<id> for a reason or
-// an answer) or "preview" (show what the edits would do, decide nothing).
+// an answer) or "preview" (show what the edits would do, decide nothing);
+// grant.<id> asks, with an approval, for a standing grant (grantRequests).
 // An edit is decided only once the operator has seen the preview of
 // exactly those arguments (previewed.<id>); otherwise the card comes back
 // with the preview to confirm. Without JavaScript it answers with a 303 to
@@ -60,13 +61,16 @@ func (s *server) toolResume(c echo.Context) error {
 	default:
 		return s.resumeRefused(c, runID, newHTTPError(http.StatusUnprocessableEntity, "Check your input", "The decision must be approve or deny."))
 	}
+	if d.Grants, err = s.grantRequests(ctx, run, form, d); err != nil {
+		return s.resumeRefusedWith(c, run.ID, err, form)
+	}
 	if err := s.rt.Decide(ctx, run.ID, d); err != nil {
 		s.log.Info("decision refused", "run", run.ID, "by", u.Name, "decision", mode, "err", err)
 		return s.resumeRefusedWith(c, run.ID, err, form)
 	}
 	s.log.Info("decision", "run", run.ID, "by", u.Name, "decision", mode)
 
-	text := decidedText(d)
+	text := decidedText(d) + grantedText(d.Grants)
 	if isHTMX(c) {
 		return render(c, http.StatusOK, views.DecisionFragment(run.ID, views.Flash{Kind: "ok", Text: text}, nil, run.LastSeq))
 	}
@@ -218,6 +222,7 @@ func fillCard(card *views.ApprovalCard, form url.Values) {
 			pc.EditArgs = a[0]
 		}
 		pc.Text = form.Get("text." + pc.ID)
+		pc.Grant = form.Get("grant." + pc.ID)
 		if p := form.Get("previewed." + pc.ID); p != "" && p == argsSeal(pc.EditArgs) {
 			pc.Previewed = p
 		}

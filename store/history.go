@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"encoding/base64"
 	"fmt"
 	"strconv"
@@ -242,14 +241,11 @@ func (db *DB) DecisionOn(ctx context.Context, runID, digest string) (engine.Even
 func (db *DB) NextLeaseExpiry(ctx context.Context) (time.Time, bool, error) {
 	const q = `SELECT MIN(lease_expires_at) FROM agent_run INDEXED BY agent_run_lease
 		WHERE status = 'running' AND lease_expires_at IS NOT NULL`
-	var ms sql.NullInt64
-	if err := db.db.GetContext(ctx, &ms, q); err != nil {
+	t, ok, err := db.earliest(ctx, q)
+	if err != nil {
 		return time.Time{}, false, fmt.Errorf("next lease expiry: %w", err)
 	}
-	if !ms.Valid {
-		return time.Time{}, false, nil
-	}
-	return fromMillis(ms.Int64), true, nil
+	return t, ok, nil
 }
 
 // PurgeFinishedBefore deletes terminal runs that finished before cutoff, with

@@ -682,9 +682,18 @@ func insertGrant(ctx context.Context, tx *sqlx.Tx, g engine.Grant) (engine.Grant
 func (db *DB) NextDeadline(ctx context.Context) (time.Time, bool, error) {
 	const q = `SELECT MIN(deadline_at) FROM agent_run INDEXED BY agent_run_deadline
 		WHERE status = 'waiting_for_approval' AND deadline_at IS NOT NULL`
+	t, ok, err := db.earliest(ctx, q)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("next deadline: %w", err)
+	}
+	return t, ok, nil
+}
+
+// earliest runs a query for a MIN of unix milliseconds; false when NULL.
+func (db *DB) earliest(ctx context.Context, q string) (time.Time, bool, error) {
 	var ms sql.NullInt64
 	if err := db.db.GetContext(ctx, &ms, q); err != nil {
-		return time.Time{}, false, fmt.Errorf("next deadline: %w", err)
+		return time.Time{}, false, err
 	}
 	if !ms.Valid {
 		return time.Time{}, false, nil

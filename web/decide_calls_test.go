@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/PuerkitoBio/goquery"
 
@@ -274,5 +276,37 @@ func TestEditedStateIsShownDamaged(t *testing.T) {
 	mustRedirect(t, olga.submit("/runs/"+r.ID+"/cancel", nil), "/runs/"+r.ID)
 	if got := a.waitStatus(r.ID, engine.StatusCancelled); got.Status != engine.StatusCancelled {
 		t.Fatal("the damaged run could not be cancelled")
+	}
+}
+
+// TestInboxShowsTheTimeLeft: a turn with an approval deadline shows how
+// long it may still wait, and is marked when close to its deadline.
+func TestInboxShowsTheTimeLeft(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	clock := time.Now()
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	a := newTestApp(t, withClock(now))
+	olga := a.as(olgaName)
+	quick := a.waitingRun("editor-quick", publishAbout, olgaName)
+	plain := a.waitingRun("editor", publishAbout, olgaName)
+	if quick.DeadlineAt.IsZero() || !plain.DeadlineAt.IsZero() {
+		t.Fatalf("deadlines: quick %v, editor %v", quick.DeadlineAt, plain.DeadlineAt)
+	}
+	row := func(id string) *goquery.Selection {
+		return olga.get("/inbox").doc.Find(testid("inbox-item") + `[data-run-id="` + id + `"] ` + testid("time-left"))
+	}
+	if got := strings.TrimSpace(row(quick.ID).Text()); !strings.HasPrefix(got, "1m5") && !strings.HasPrefix(got, "2m") ||
+		row(quick.ID).Find(testid("deadline-soon")).Length() != 0 {
+		t.Errorf("time left %q, want about 2m and not yet soon", got)
+	}
+	if got := row(plain.ID).Text(); !strings.Contains(got, "no deadline") {
+		t.Errorf("a turn without a deadline shows %q", got)
+	}
+	mu.Lock()
+	clock = clock.Add(100 * time.Second)
+	mu.Unlock()
+	if row(quick.ID).Find(testid("deadline-soon")).Length() != 1 {
+		t.Errorf("20 s before its deadline the turn is not marked: %q", row(quick.ID).Text())
 	}
 }

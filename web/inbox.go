@@ -32,9 +32,9 @@ func (s *server) inbox(c echo.Context) error {
 		if !r.DeadlineAt.IsZero() {
 			left := r.DeadlineAt.Sub(now)
 			item.TimeLeft = humanDuration(left)
-			// Close to its deadline: the last fifth of its wait, or the last
-			// two minutes.
-			item.Soon = left < 2*time.Minute || left < r.DeadlineAt.Sub(r.UpdatedAt)/5
+			// Close to its deadline: the last quarter of its wait, or the
+			// last half minute.
+			item.Soon = left < 30*time.Second || left < r.DeadlineAt.Sub(r.UpdatedAt)/4
 		}
 		if sus, err := s.db.SuspendedState(ctx, r.ID); err == nil {
 			if st, err := sus.Decode(); err == nil {

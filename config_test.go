@@ -222,4 +222,8 @@ func TestServeRefusesABadAgentsFile(t *testing.T) {
 	if strings.Contains(out.String(), "listening") {
 		t.Error("the server listened on a bad agents file")
 	}
+	// The first admin's password is shown once: not on a start that fails.
+	if strings.Contains(out.String(), "password") {
+		t.Errorf("a failed start used up the first admin's password:\n%s", out.String())
+	}
 }

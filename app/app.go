@@ -140,11 +140,6 @@ func (a *App) build(ctx context.Context) error {
 	} else if seeded {
 		log.Info("seeded the demo workspace", "pages", len(tools.SeedPages()))
 	}
-	if cfg.FirstAdmin != nil {
-		if err := ensureAdmin(ctx, a.DB, cfg.FirstAdmin); err != nil {
-			return err
-		}
-	}
 	key := cfg.SessionKey
 	if len(key) == 0 {
 		var err error
@@ -165,6 +160,14 @@ func (a *App) build(ctx context.Context) error {
 	}
 	if a.Agents, err = a.loadAgents(pages); err != nil {
 		return err
+	}
+	// The first admin's password is shown once: only when the rest of the
+	// configuration holds, so a bad agents file or model entry does not
+	// use it up on a start that fails.
+	if cfg.FirstAdmin != nil {
+		if err := ensureAdmin(ctx, a.DB, cfg.FirstAdmin); err != nil {
+			return err
+		}
 	}
 	offered := make([]web.OfferedModel, len(a.Models))
 	byName := make(map[string]engine.Model, len(a.Models))

@@ -66,27 +66,26 @@ func (r *Runtime) reaper() {
 // for a worker), so it does not shorten the sleep.
 func (r *Runtime) nextReap(ctx context.Context) time.Duration {
 	wait := r.cfg.ReapEvery
-	exp, ok, err := r.cfg.Store.NextLeaseExpiry(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			r.log.Error("reaper: next lease expiry", "err", err)
+	// A lease expiry or a deadline is acted on moments after its time, not
+	// at the next pass. ExpiredRuns and OverdueRuns take what passed
+	// strictly before now, hence the millisecond.
+	for _, next := range []struct {
+		what string
+		at   func(context.Context) (time.Time, bool, error)
+	}{
+		{"next lease expiry", r.cfg.Store.NextLeaseExpiry},
+		{"next deadline", r.cfg.Store.NextDeadline},
+	} {
+		at, ok, err := next.at(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.log.Error("reaper: "+next.what, "err", err)
+			}
+			continue
 		}
-		return wait
-	}
-	// ExpiredRuns takes leases that expired strictly before now.
-	if until := exp.Sub(r.cfg.Now()) + time.Millisecond; ok && until > 0 && until < wait {
-		wait = until
-	}
-	// A deadline fires within moments of its time, not at the next pass.
-	dl, ok, err := r.cfg.Store.NextDeadline(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			r.log.Error("reaper: next deadline", "err", err)
+		if until := at.Sub(r.cfg.Now()) + time.Millisecond; ok && until > 0 && until < wait {
+			wait = until
 		}
-		return wait
-	}
-	if until := dl.Sub(r.cfg.Now()) + time.Millisecond; ok && until > 0 && until < wait {
-		wait = until
 	}
 	return wait
 }

@@ -67,7 +67,7 @@ func TestDeadlineSurvivesARestartAndRefusesLateDecisions(t *testing.T) {
 
 	// The server is down while the deadline passes.
 	clock = clock.Add(2 * time.Hour)
-	second := e.runtime(t, func(c *engine.RuntimeConfig) { c.ReapEvery = time.Hour; c.Now = now; c.Workers = 0 })
+	second := e.runtime(t, func(c *engine.RuntimeConfig) { c.ReapEvery = time.Hour; c.Now = now })
 	var de *engine.DecidedError
 	err := second.Decide(ctx, run.ID, engine.Decision{Verdict: engine.VerdictApprove, Digest: w.PendingDigest, By: "oscar"})
 	var dl *engine.DeadlineError

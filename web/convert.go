@@ -124,7 +124,8 @@ func card(run engine.Run, st *engine.SuspendedState, kind func(engine.ToolCall) 
 	c := &views.ApprovalCard{RunID: run.ID, Digest: run.PendingDigest}
 	for _, call := range st.Pending {
 		pc := views.PendingCall{ID: call.ID, Tool: call.Name, ArgsPretty: prettyJSON(call.Arguments), Preview: previews[call.ID],
-			Kind: string(kind(call)), Verdict: string(engine.VerdictApprove), EditArgs: prettyJSON(call.Arguments)}
+			Kind: string(kind(call)), Verdict: string(engine.VerdictApprove)}
+		pc.EditArgs = pc.ArgsPretty // an edit starts from what the model proposed
 		if pc.Kind == string(engine.CallQuestion) {
 			pc.Verdict = string(engine.VerdictAnswer)
 			pc.Question, pc.Options = questionOf(call.Arguments)

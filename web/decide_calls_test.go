@@ -274,9 +274,7 @@ func TestEditedStateIsShownDamaged(t *testing.T) {
 	}
 	olga.get("/runs/" + r.ID)
 	mustRedirect(t, olga.submit("/runs/"+r.ID+"/cancel", nil), "/runs/"+r.ID)
-	if got := a.waitStatus(r.ID, engine.StatusCancelled); got.Status != engine.StatusCancelled {
-		t.Fatal("the damaged run could not be cancelled")
-	}
+	a.waitStatus(r.ID, engine.StatusCancelled) // fails the test if it never is
 }
 
 // TestInboxShowsTheTimeLeft: a turn with an approval deadline shows how

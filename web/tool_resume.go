@@ -168,6 +168,9 @@ func (s *server) previewEdits(c echo.Context, run engine.Run, form url.Values, n
 	ctx := c.Request().Context()
 	card := s.approvalCard(c, run)
 	if card == nil || !card.CanDecide {
+		// Not waiting any more, or a damaged state: the runtime explains
+		// why as it would for any decision; an empty one can never be
+		// claimed, so asking changes nothing.
 		return s.resumeRefused(c, run.ID, s.rt.Decide(ctx, run.ID, engine.Decision{Digest: form.Get("digest")}))
 	}
 	fillCard(card, form)

@@ -56,6 +56,10 @@ type Run struct {
 	DeadlineAt      time.Time // when the waiting turn expires; zero when none
 	UpdatedAt       time.Time
 	FinishedAt      time.Time // zero until terminal
+	// Tally counts what happened to the run's calls so far. The store keeps
+	// it as events are recorded (Tally.Count); it is what the run's outcome
+	// says besides its status.
+	Tally Tally
 }
 
 // RecordedEvent is an event as stored, with its place in the run's stream.

@@ -14,3 +14,11 @@ type Outcome struct {
 	// run, "wait" for one waiting for a person, "idle" otherwise.
 	Tone string
 }
+
+// Moment is a point in time as a page shows it: relative ("3 min ago") with
+// the exact time on hover and in a machine-readable attribute.
+type Moment struct {
+	// Rel is the relative text, Exact the full UTC time, ISO the RFC 3339
+	// form for the datetime attribute. A zero Moment shows nothing.
+	Rel, Exact, ISO string
+}

@@ -11,25 +11,6 @@ import (
 	"countersign/views"
 )
 
-// header turns a run into the run page's header.
-func header(r engine.Run, now time.Time) views.RunHeader {
-	return views.RunHeader{
-		ID: r.ID, Agent: r.Agent, Model: r.Model, Status: string(r.Status), InitiatedBy: r.InitiatedBy,
-		Termination: string(r.Termination), Error: r.Error, Iterations: r.Iterations,
-		PromptTokens: r.Usage.PromptTokens, CompletionTokens: r.Usage.CompletionTokens, TotalTokens: r.Usage.TotalTokens,
-		Duration: runDuration(r, now), CreatedAt: stamp(r.CreatedAt), Waiting: r.Status == engine.StatusWaiting,
-	}
-}
-
-// runDuration is the wall time from creation to the end, or to now.
-func runDuration(r engine.Run, now time.Time) string {
-	end := r.FinishedAt
-	if end.IsZero() {
-		end = now
-	}
-	return humanDuration(end.Sub(r.CreatedAt))
-}
-
 func humanDuration(d time.Duration) string {
 	switch {
 	case d < 0:

@@ -2,8 +2,10 @@ package web
 
 import (
 	"testing"
+	"time"
 
 	"countersign/engine"
+	"countersign/views"
 )
 
 func TestOutcome(t *testing.T) {
@@ -28,5 +30,22 @@ func TestOutcome(t *testing.T) {
 		if o.Label != c.label || o.Tone != c.tone || o.Status != string(c.run.Status) {
 			t.Errorf("outcome(%s/%s %+v) = %+v, want %q %q", c.run.Status, c.run.Termination, c.run.Tally, o, c.label, c.tone)
 		}
+	}
+}
+
+func TestRelative(t *testing.T) {
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	cases := map[time.Duration]string{
+		-2 * time.Second: "just now", -40 * time.Second: "40s ago", -12 * time.Minute: "12 min ago",
+		-3 * time.Hour: "3 h ago", -5 * 24 * time.Hour: "5 days ago", 5 * time.Minute: "in 5 min",
+		-40 * 24 * time.Hour: "23 Oct 2026",
+	}
+	for d, want := range cases {
+		if got := moment(now.Add(d), now).Rel; got != want {
+			t.Errorf("moment(now%+v).Rel = %q, want %q", d, got, want)
+		}
+	}
+	if m := moment(time.Time{}, now); m != (views.Moment{}) {
+		t.Errorf("zero time gives %+v", m)
 	}
 }

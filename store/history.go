@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -23,11 +24,55 @@ type RunFilter struct {
 	Query string
 	// From and To bound created_at: From <= created_at < To.
 	From, To time.Time
+	// Outcome keeps the runs of one outcome, one of Outcomes; any other
+	// value fails with ErrBadFilter.
+	Outcome string
+	// DecidedBy keeps the runs that person decided a turn of (the name is
+	// compared ignoring ASCII case, as user names are unique that way).
+	DecidedBy string
 	// Before is the Next cursor of the previous page; empty for the first.
 	Before string
 	// Limit is the page size: 50 by default, at most 200.
 	Limit int
 }
+
+// Outcomes of the history filter. Each reads the run row only: its status,
+// termination and tally columns.
+const (
+	// OutcomeClean: completed, with no call denied, no write failed and no
+	// turn expired.
+	OutcomeClean = "clean"
+	// OutcomeDenied: at least one call denied (or refused as a repeat).
+	OutcomeDenied = "denied"
+	// OutcomeWriteFailed: at least one approved write ran and failed.
+	OutcomeWriteFailed = "write_failed"
+	// OutcomeExpired: at least one call expired waiting for a decision.
+	OutcomeExpired = "expired"
+	// OutcomeWaived: at least one call that needed approval ran without a
+	// person, by a policy rule or a standing grant.
+	OutcomeWaived = "waived"
+	// OutcomeInterrupted: the run failed, interrupted during a write.
+	OutcomeInterrupted = "interrupted"
+)
+
+// Outcomes lists the outcomes RunFilter.Outcome takes, in the order a form
+// offers them.
+var Outcomes = []string{OutcomeClean, OutcomeDenied, OutcomeWriteFailed, OutcomeExpired, OutcomeWaived, OutcomeInterrupted}
+
+// outcomeConds are the WHERE fragments of the outcomes. The rare ones match
+// the partial indexes of migration 00004 word for word, so that a filtered
+// page reads only the runs it shows.
+var outcomeConds = map[string]string{
+	OutcomeClean:       `status = 'completed' AND denied_calls = 0 AND failed_writes = 0 AND expired_calls = 0`,
+	OutcomeDenied:      `denied_calls > 0`,
+	OutcomeWriteFailed: `failed_writes > 0`,
+	OutcomeExpired:     `expired_calls > 0`,
+	OutcomeWaived:      `waived_calls > 0`,
+	OutcomeInterrupted: `termination_reason = 'interrupted_during_write'`,
+}
+
+// ErrBadFilter refuses a history filter with an unknown outcome.
+var ErrBadFilter = errors.New("invalid run filter")
 
 // RunList is one page of the history list, newest first.
 type RunList struct {
@@ -113,6 +158,19 @@ func (f RunFilter) where(withCursor bool) (string, []any, error) {
 	}
 	if f.Query != "" {
 		conds, args = append(conds, `prompt LIKE ? ESCAPE '\'`), append(args, "%"+escapeLike(f.Query)+"%")
+	}
+	if f.Outcome != "" {
+		cond, ok := outcomeConds[f.Outcome]
+		if !ok {
+			return "", nil, fmt.Errorf("%w: unknown outcome %q", ErrBadFilter, f.Outcome)
+		}
+		conds = append(conds, cond)
+	}
+	if f.DecidedBy != "" {
+		// decided_by is a short JSON array on the row itself; runs nobody
+		// decided skip the json_each.
+		conds = append(conds, `decided_by <> '[]' AND EXISTS (SELECT 1 FROM json_each(decided_by) WHERE value = ? COLLATE NOCASE)`)
+		args = append(args, f.DecidedBy)
 	}
 	if !f.From.IsZero() {
 		conds, args = append(conds, `created_at >= ?`), append(args, millis(f.From))

@@ -20,7 +20,8 @@ var _ engine.RunStore = (*DB)(nil)
 const runColumns = `id, agent, model, prompt, status, initiated_by, iterations,
 	prompt_tokens, completion_tokens, total_tokens, termination_reason, error,
 	pending_digest, claimed_by, lease_expires_at, attempts, cancel_requested,
-	last_seq, created_at, started_at, updated_at, finished_at, deadline_at`
+	last_seq, created_at, started_at, updated_at, finished_at, deadline_at,
+	denied_calls, failed_writes, expired_calls, waived_calls, decided_by`
 
 // runRow is a row of agent_run as scanned.
 type runRow struct {
@@ -47,6 +48,11 @@ type runRow struct {
 	UpdatedAt         int64  `db:"updated_at"`
 	FinishedAt        *int64 `db:"finished_at"`
 	DeadlineAt        *int64 `db:"deadline_at"`
+	DeniedCalls       int    `db:"denied_calls"`
+	FailedWrites      int    `db:"failed_writes"`
+	ExpiredCalls      int    `db:"expired_calls"`
+	WaivedCalls       int    `db:"waived_calls"`
+	DecidedBy         string `db:"decided_by"`
 }
 
 func (r runRow) run() engine.Run {
@@ -76,7 +82,24 @@ func (r runRow) run() engine.Run {
 		UpdatedAt:       fromMillis(r.UpdatedAt),
 		FinishedAt:      nullMillis(r.FinishedAt),
 		DeadlineAt:      nullMillis(r.DeadlineAt),
+		Tally: engine.Tally{
+			Denied:       r.DeniedCalls,
+			FailedWrites: r.FailedWrites,
+			Expired:      r.ExpiredCalls,
+			Waived:       r.WaivedCalls,
+			DecidedBy:    decodeNames(r.DecidedBy),
+		},
 	}
+}
+
+// decodeNames reads the decided_by column, a JSON array of names; anything
+// else reads as nobody.
+func decodeNames(s string) []string {
+	var names []string
+	if s == "" || s == "[]" || json.Unmarshal([]byte(s), &names) != nil {
+		return nil
+	}
+	return names
 }
 
 func runsOf(rows []runRow) []engine.Run {
@@ -588,6 +611,32 @@ func insertEvent(ctx context.Context, tx *sqlx.Tx, id string, seq int64, ev engi
 	}
 	if _, err := tx.ExecContext(ctx, q, id, seq, ev.Kind, payload, millis(ev.At)); err != nil {
 		return fmt.Errorf("insert %s event: %w", ev.Kind, err)
+	}
+	return addTally(ctx, tx, id, ev)
+}
+
+// addTally adds ev's share of the run's tally (engine.Tally.Count) to the
+// run's tally columns, in the transaction that inserts ev; most events have
+// none and cost nothing. decided_by gets a name only the first time.
+func addTally(ctx context.Context, tx *sqlx.Tx, id string, ev engine.Event) error {
+	const q = `UPDATE agent_run SET
+		denied_calls = denied_calls + ?1, failed_writes = failed_writes + ?2,
+		expired_calls = expired_calls + ?3, waived_calls = waived_calls + ?4,
+		decided_by = CASE
+			WHEN ?5 = '' OR EXISTS (SELECT 1 FROM json_each(decided_by) WHERE value = ?5) THEN decided_by
+			ELSE json_insert(decided_by, '$[#]', ?5) END
+		WHERE id = ?6`
+	var d engine.Tally
+	d.Count(ev)
+	if d.IsZero() {
+		return nil
+	}
+	var by string
+	if len(d.DecidedBy) > 0 {
+		by = d.DecidedBy[0]
+	}
+	if _, err := tx.ExecContext(ctx, q, d.Denied, d.FailedWrites, d.Expired, d.Waived, by, id); err != nil {
+		return fmt.Errorf("count %s event: %w", ev.Kind, err)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -93,7 +94,7 @@ func TestCreateRun(t *testing.T) {
 	if !r.CreatedAt.Equal(t0) || !r.UpdatedAt.Equal(t0) || !r.StartedAt.IsZero() || !r.FinishedAt.IsZero() || !r.LeaseExpiresAt.IsZero() {
 		t.Errorf("times = created %v updated %v started %v finished %v lease %v", r.CreatedAt, r.UpdatedAt, r.StartedAt, r.FinishedAt, r.LeaseExpiresAt)
 	}
-	if got := mustRun(t, db, r.ID); got != r {
+	if got := mustRun(t, db, r.ID); !reflect.DeepEqual(got, r) {
 		t.Errorf("Run = %+v, want %+v", got, r)
 	}
 	evs := allEvents(t, db, r.ID)
@@ -425,7 +426,7 @@ func TestClaimRunStaleDigestChangesNothing(t *testing.T) {
 	if !errors.Is(err, engine.ErrStaleTurn) {
 		t.Fatalf("err = %v, want ErrStaleTurn", err)
 	}
-	if got := mustRun(t, db, r.ID); got != r {
+	if got := mustRun(t, db, r.ID); !reflect.DeepEqual(got, r) {
 		t.Errorf("run changed: %+v, was %+v", got, r)
 	}
 	if after := allEvents(t, db, r.ID); len(after) != len(before) {

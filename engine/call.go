@@ -130,39 +130,45 @@ func callTool(ctx context.Context, t Tool, args json.RawMessage) (out string, er
 }
 
 // previews computes the previews of a suspended turn. A preview that fails or
-// panics becomes a line saying so; it never fails the run.
+// panics becomes a line saying so, marked as a warning; it never fails the
+// run.
 func (l *Loop) previews(ctx context.Context, calls []ToolCall) []Preview {
 	var out []Preview
 	for _, c := range calls {
 		t := l.tool(c.Name)
 		if t == nil {
-			out = append(out, Preview{CallID: c.ID, Tool: c.Name, Lines: []string{"not executed: tool is not offered"}})
+			out = append(out, Preview{CallID: c.ID, Tool: c.Name, Lines: []string{"not executed: tool is not offered"}, Warning: true})
 			continue
 		}
 		p, ok := t.(Previewer)
 		if !ok {
 			continue
 		}
-		out = append(out, Preview{CallID: c.ID, Tool: c.Name, Lines: boundLines(safePreview(ctx, p, c.Arguments))})
+		pv := safePreview(ctx, p, c.Arguments)
+		pv.CallID, pv.Tool = c.ID, c.Name
+		out = append(out, pv)
 	}
 	return out
 }
 
-func safePreview(ctx context.Context, p Previewer, raw string) (lines []string) {
+// safePreview runs p's preview of the arguments raw, bounded. A preview
+// that fails or panics is a Warning whose one line says why.
+func safePreview(ctx context.Context, p Previewer, raw string) (pv Preview) {
 	defer func() {
 		if r := recover(); r != nil {
-			lines = []string{fmt.Sprintf("preview unavailable: it panicked: %v", r)}
+			pv = Preview{Lines: []string{fmt.Sprintf("preview unavailable: it panicked: %v", r)}, Warning: true}
 		}
+		pv.Lines = boundLines(pv.Lines)
 	}()
 	args, err := parseArgs(raw)
 	if err != nil {
-		return []string{"preview unavailable: arguments are not a valid JSON object"}
+		return Preview{Lines: []string{"preview unavailable: arguments are not a valid JSON object"}, Warning: true}
 	}
-	lines, err = p.Preview(ctx, args)
+	lines, err := p.Preview(ctx, args)
 	if err != nil {
-		return []string{"preview unavailable: " + err.Error()}
+		return Preview{Lines: []string{"preview unavailable: " + err.Error()}, Warning: true}
 	}
-	return lines
+	return Preview{Lines: lines}
 }
 
 // boundLines keeps at most MaxPreviewLines lines of at most

@@ -203,29 +203,29 @@ func (r *Runtime) checkArgs(t Tool, cv CallVerdict) error {
 // change before confirming it. It refuses what Decide would refuse for that
 // edit (not waiting, stale, unknown call, arguments that are not a JSON
 // object or do not fit the schema) and changes nothing. A tool without a
-// preview gives no lines.
-func (r *Runtime) PreviewEdit(ctx context.Context, runID, digest, callID, args string) ([]string, error) {
+// preview gives no lines; one whose preview fails gives a Warning.
+func (r *Runtime) PreviewEdit(ctx context.Context, runID, digest, callID, args string) (Preview, error) {
 	run, err := r.cfg.Store.Run(ctx, runID)
 	if err != nil {
-		return nil, fmt.Errorf("preview edit: %w", err)
+		return Preview{}, fmt.Errorf("preview edit: %w", err)
 	}
 	if run.Status != StatusWaiting {
-		return nil, r.notWaitingErr(ctx, run, Decision{Digest: digest})
+		return Preview{}, r.notWaitingErr(ctx, run, Decision{Digest: digest})
 	}
 	sus, err := r.cfg.Store.SuspendedState(ctx, runID)
 	if err != nil {
-		return nil, fmt.Errorf("preview edit: %w", err)
+		return Preview{}, fmt.Errorf("preview edit: %w", err)
 	}
 	state, err := sus.Decode()
 	if err != nil {
-		return nil, fmt.Errorf("preview edit of run %s: %w", runID, err)
+		return Preview{}, fmt.Errorf("preview edit of run %s: %w", runID, err)
 	}
 	if digest != sus.Digest {
-		return nil, r.staleErr(ctx, runID, Decision{Digest: digest})
+		return Preview{}, r.staleErr(ctx, runID, Decision{Digest: digest})
 	}
 	agent, ok := r.agents[run.Agent]
 	if !ok {
-		return nil, fmt.Errorf("preview edit of run %s: %w %q", runID, ErrUnknownAgent, run.Agent)
+		return Preview{}, fmt.Errorf("preview edit of run %s: %w %q", runID, ErrUnknownAgent, run.Agent)
 	}
 	var call *ToolCall
 	for i := range state.Pending {
@@ -234,23 +234,25 @@ func (r *Runtime) PreviewEdit(ctx context.Context, runID, digest, callID, args s
 		}
 	}
 	if call == nil {
-		return nil, &InputError{Field: "calls", Message: fmt.Sprintf("There is no pending call %q in this turn.", callID)}
+		return Preview{}, &InputError{Field: "calls", Message: fmt.Sprintf("There is no pending call %q in this turn.", callID)}
 	}
 	one := Decision{Calls: []CallVerdict{{CallID: callID, Verdict: VerdictEdit, Arguments: args}}}
 	kind := func(c ToolCall) CallKind { return KindOf(agentTool(agent, c.Name)) }
 	verdicts, err := one.Resolve([]ToolCall{*call}, kind)
 	if err != nil {
-		return nil, err
+		return Preview{}, err
 	}
 	t := agentTool(agent, call.Name)
 	if err := r.checkArgs(t, verdicts[0]); err != nil {
-		return nil, err
+		return Preview{}, err
 	}
 	p, ok := t.(Previewer)
 	if !ok {
-		return nil, nil
+		return Preview{CallID: callID, Tool: call.Name}, nil
 	}
-	return boundLines(safePreview(ctx, p, verdicts[0].Arguments)), nil
+	pv := safePreview(ctx, p, verdicts[0].Arguments)
+	pv.CallID, pv.Tool = callID, call.Name
+	return pv, nil
 }
 
 // CallKind says what a call of the agent's turn is for a person: a read, a

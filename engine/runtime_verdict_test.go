@@ -55,9 +55,9 @@ func TestDecideChecksEditsAndFourEyes(t *testing.T) {
 	if _, err := rt.PreviewEdit(ctx, run.ID, "stale", id, `{"slug":"pricing"}`); !errors.Is(err, engine.ErrStaleTurn) {
 		t.Fatalf("preview on a stale digest: %v", err)
 	}
-	lines, err := rt.PreviewEdit(ctx, run.ID, w.PendingDigest, id, `{"slug":"pricing"}`)
-	if err != nil || len(lines) == 0 || !strings.Contains(strings.Join(lines, "\n"), "pricing") {
-		t.Fatalf("preview of the edit: %q %v", lines, err)
+	pv, err := rt.PreviewEdit(ctx, run.ID, w.PendingDigest, id, `{"slug":"pricing"}`)
+	if err != nil || len(pv.Lines) == 0 || pv.Warning || !strings.Contains(strings.Join(pv.Lines, "\n"), "pricing") {
+		t.Fatalf("preview of the edit: %+v %v", pv, err)
 	}
 	if r, _ := e.db.Run(ctx, run.ID); r.Status != engine.StatusWaiting {
 		t.Fatalf("a refused decision or a preview changed the run: %s", r.Status)

@@ -33,6 +33,11 @@ type Preview struct {
 	CallID string   `json:"call_id"`
 	Tool   string   `json:"tool"`
 	Lines  []string `json:"lines"`
+	// Warning says the preview could not be made (the tool refused the
+	// arguments, the page it names is missing or already there, the tool
+	// is not offered): Lines say why, and the call will probably fail as
+	// proposed.
+	Warning bool `json:"warning,omitempty"`
 }
 
 // maxStateBytes bounds a blob DecodeState accepts.

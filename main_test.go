@@ -187,7 +187,7 @@ func TestInjectionShownAsText(t *testing.T) {
 
 	b.navigate(srv.URL + "/runs")
 	row := `[data-testid=run-row][data-run-id=` + js(id) + `]`
-	if got := b.text(row + ` td[data-label=Prompt]`); got != prompt {
+	if got := b.text(row + ` td[data-label=Prompt] [data-testid=run-link]`); got != prompt {
 		t.Errorf("the history lists the prompt as %q, want %q", got, prompt)
 	}
 	noMarkup("history page")

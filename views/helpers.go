@@ -199,24 +199,6 @@ func terminationLabel(t string) string {
 	return strings.ReplaceAll(t, "_", " ")
 }
 
-func toolNames(calls []ToolCallView) string {
-	names := make([]string, len(calls))
-	for i, c := range calls {
-		names[i] = c.Name
-	}
-	return strings.Join(names, ", ")
-}
-
-// previewFor finds the preview of a pending call.
-func previewFor(previews []PreviewView, callID string) []string {
-	for _, p := range previews {
-		if p.CallID == callID {
-			return p.Lines
-		}
-	}
-	return nil
-}
-
 // defaultModel is the model an example prompt runs on: the one chosen, else
 // the first offered.
 func defaultModel(v NewRunView) string {
@@ -250,13 +232,6 @@ func agentTitle(a AgentOption) string {
 		return a.Title
 	}
 	return a.Name
-}
-
-func modelLabel(m ModelOption) string {
-	if m.Description != "" {
-		return m.Name + " — " + m.Description
-	}
-	return m.Name
 }
 
 func matchCount(n int, more bool) string {
@@ -321,16 +296,9 @@ func grantScopeLabel(scope string) string {
 	return scope
 }
 
-func approvalIntro(card ApprovalCard) string {
-	if len(card.Calls) == 1 && card.Calls[0].Kind == "question" {
-		return "The agent asks you a question. It waits for your answer, which it gets as the result."
-	}
-	if len(card.Calls) == 1 {
-		return "The agent wants to make a call that waits for a person. It does not run until you decide it."
-	}
-	return "The agent wants to make " + strconv.Itoa(len(card.Calls)) + " calls in one turn. None runs until you decide each: " +
-		"approve, deny, edit the arguments, or answer in its place."
-}
+// approvalIntro opens the card: what the turn holds, each kind of call
+// for what it is, addressed to whoever reads it (see turnIntro).
+func approvalIntro(card ApprovalCard) string { return turnIntro(card) }
 
 func cardTitle(card ApprovalCard) string {
 	for _, c := range card.Calls {

@@ -51,7 +51,7 @@ func step(re engine.RecordedEvent) views.Step {
 		s.Totals = fmt.Sprintf("%d model calls, %d tokens", ev.Totals.Iterations, ev.Totals.Usage.TotalTokens)
 	}
 	if ev.Call != nil {
-		s.Tool, s.CallID, s.ArgsPretty = ev.Call.Name, ev.Call.ID, prettyJSON(ev.Call.Arguments)
+		s.Tool, s.CallID, s.ArgsPretty, s.Args = ev.Call.Name, ev.Call.ID, prettyJSON(ev.Call.Arguments), argViews(ev.Call.Arguments)
 	}
 	if ev.Original != "" {
 		s.Original, s.EditedBy = prettyJSON(ev.Original), ev.EditedBy
@@ -59,28 +59,42 @@ func step(re engine.RecordedEvent) views.Step {
 	s.WaivedBy = ev.WaivedBy
 	for _, cv := range ev.Verdicts {
 		s.Verdicts = append(s.Verdicts, views.VerdictView{CallID: cv.CallID, Tool: cv.Tool, Verdict: string(cv.Verdict),
-			Arguments: prettyJSON(cv.Arguments), Original: prettyJSON(cv.Original), Text: cv.Text})
+			Arguments: prettyJSON(cv.Arguments), Original: prettyJSON(cv.Original), Text: cv.Text,
+			ArgList: argViews(cv.Arguments), OriginalList: argViews(cv.Original)})
 	}
 	s.ToolCalls = callViews(ev.ToolCalls)
 	s.Pending = callViews(ev.Pending)
 	for _, p := range ev.Previews {
-		s.Previews = append(s.Previews, views.PreviewView{CallID: p.CallID, Tool: p.Tool, Lines: p.Lines})
+		s.Previews = append(s.Previews, views.PreviewView{CallID: p.CallID, Tool: p.Tool, Lines: p.Lines, Warning: p.Warning})
 	}
 	return s
 }
 
+// steps turns recorded events into the steps of the run page. A model turn
+// whose text the finished step right after it repeats as the final answer
+// leaves the text to that step.
 func steps(evs []engine.RecordedEvent) []views.Step {
 	out := make([]views.Step, len(evs))
 	for i, e := range evs {
 		out[i] = step(e)
+		if i > 0 && answers(evs[i-1].Event, e.Event) {
+			out[i-1].Answered = true
+		}
 	}
 	return out
+}
+
+// answers reports whether the model turn turn is the reply whose text the
+// finished event fin shows as the final answer.
+func answers(turn, fin engine.Event) bool {
+	return turn.Kind == engine.EventModelTurn && fin.Kind == engine.EventFinished &&
+		len(turn.ToolCalls) == 0 && turn.Text != "" && turn.Text == fin.Text
 }
 
 func callViews(calls []engine.ToolCall) []views.ToolCallView {
 	var out []views.ToolCallView
 	for _, c := range calls {
-		out = append(out, views.ToolCallView{ID: c.ID, Name: c.Name, ArgsPretty: prettyJSON(c.Arguments)})
+		out = append(out, views.ToolCallView{ID: c.ID, Name: c.Name, ArgsPretty: prettyJSON(c.Arguments), Short: callSummary(c.Arguments)})
 	}
 	return out
 }
@@ -97,15 +111,28 @@ func prettyJSON(s string) string {
 // card builds the approval card of a waiting run from its suspended state;
 // kind tells reads, writes and questions apart. Each call preselects the
 // verdict a person most often gives it: approve, or answer for a question.
+//
+// A read held in a turn with other calls is marked Held, and a preview
+// that could not be made is a warning.
 func card(run engine.Run, st *engine.SuspendedState, kind func(engine.ToolCall) engine.CallKind) *views.ApprovalCard {
-	previews := map[string][]string{}
+	previews := map[string]engine.Preview{}
 	for _, p := range st.Previews {
-		previews[p.CallID] = p.Lines
+		previews[p.CallID] = p
+	}
+	reads := 0
+	kinds := make([]engine.CallKind, len(st.Pending))
+	for i, call := range st.Pending {
+		kinds[i] = kind(call)
+		if kinds[i] == engine.CallRead {
+			reads++
+		}
 	}
 	c := &views.ApprovalCard{RunID: run.ID, Digest: run.PendingDigest}
-	for _, call := range st.Pending {
-		pc := views.PendingCall{ID: call.ID, Tool: call.Name, ArgsPretty: prettyJSON(call.Arguments), Preview: previews[call.ID],
-			Kind: string(kind(call)), Verdict: string(engine.VerdictApprove)}
+	for i, call := range st.Pending {
+		pv := previews[call.ID]
+		pc := views.PendingCall{ID: call.ID, Tool: call.Name, ArgsPretty: prettyJSON(call.Arguments), Args: argViews(call.Arguments),
+			Preview: pv.Lines, PreviewWarning: pv.Warning, Kind: string(kinds[i]), Verdict: string(engine.VerdictApprove),
+			Held: kinds[i] == engine.CallRead && reads < len(st.Pending)}
 		pc.EditArgs = pc.ArgsPretty // an edit starts from what the model proposed
 		if pc.Kind == string(engine.CallQuestion) {
 			pc.Verdict = string(engine.VerdictAnswer)

@@ -42,11 +42,15 @@ func (s *server) runView(c echo.Context, run engine.Run) (views.RunView, error) 
 		return views.RunView{}, err
 	}
 	operator := hasRole(c, store.RoleOperator)
-	v := views.RunView{Run: header(run, s.now()), Steps: steps(evs), Card: s.approvalCard(c, run),
+	v := views.RunView{Run: headerFor(c, run, s.now()), Steps: steps(evs), Card: s.approvalCard(c, run),
 		CanDecide: operator, CanCancel: operator && !run.Status.Terminal(),
 		Polling: polling(run) || len(evs) == maxPageSteps, Grants: grants}
 	if len(evs) > 0 {
 		v.LastSeq = evs[len(evs)-1].Seq
+	}
+	if v.Card != nil {
+		// While the run waits the page polls slowly for a change of turn.
+		v.Card.After, v.Turn = v.LastSeq, run.PendingDigest
 	}
 	return v, nil
 }

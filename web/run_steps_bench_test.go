@@ -69,6 +69,72 @@ func BenchmarkRunSteps(b *testing.B) {
 	b.ReportMetric(float64(l99)/float64(s99), "ratio-p99")
 }
 
+// BenchmarkRunStepsWaiting measures the poll of a waiting run page, GET
+// /runs/{id}/steps?after=N&turn=D, for runs waiting on turn D with 10 and
+// with 10,000 earlier steps and nothing new: the 204 answered from the run
+// row alone. It reports the same figures as BenchmarkRunSteps, to compare
+// with the poll of a running run.
+func BenchmarkRunStepsWaiting(b *testing.B) {
+	app := newBenchApp(b)
+	small, smallTurn := app.waitingRunWithSteps(b, 10)
+	large, largeTurn := app.waitingRunWithSteps(b, 10_000)
+	cookie := app.signIn(b)
+	poll := func(id, turn string, after int) time.Duration {
+		req := httptest.NewRequest(http.MethodGet, fmt.Sprintf("/runs/%s/steps?after=%d&turn=%s", id, after, turn), nil)
+		req.Header.Set("Cookie", cookie)
+		req.Header.Set("HX-Request", "true")
+		rec := httptest.NewRecorder()
+		start := time.Now()
+		app.handler.ServeHTTP(rec, req)
+		d := time.Since(start)
+		if rec.Code != http.StatusNoContent {
+			b.Fatalf("poll %s: %d %s", id, rec.Code, rec.Body.String())
+		}
+		return d
+	}
+	poll(small, smallTurn, 10)
+	poll(large, largeTurn, 10_000)
+	var ds, dl []time.Duration
+	for i := 0; b.Loop(); i++ {
+		if i%2 == 0 {
+			ds = append(ds, poll(small, smallTurn, 10))
+			dl = append(dl, poll(large, largeTurn, 10_000))
+		} else {
+			dl = append(dl, poll(large, largeTurn, 10_000))
+			ds = append(ds, poll(small, smallTurn, 10))
+		}
+	}
+	s50, s99 := benchQuantile(ds, 0.50), benchQuantile(ds, 0.99)
+	l50, l99 := benchQuantile(dl, 0.50), benchQuantile(dl, 0.99)
+	b.ReportMetric(float64(s50.Microseconds()), "p50-10-us")
+	b.ReportMetric(float64(s99.Microseconds()), "p99-10-us")
+	b.ReportMetric(float64(l50.Microseconds()), "p50-10k-us")
+	b.ReportMetric(float64(l99.Microseconds()), "p99-10k-us")
+	b.ReportMetric(float64(l50)/float64(s50), "ratio-p50")
+	b.ReportMetric(float64(l99)/float64(s99), "ratio-p99")
+}
+
+// waitingRunWithSteps is runWithSteps with its last step a suspension: the
+// run waits on a turn whose digest it returns.
+func (a *benchApp) waitingRunWithSteps(b *testing.B, n int) (id, turn string) {
+	b.Helper()
+	id = a.runWithSteps(b, n-1)
+	call := engine.ToolCall{ID: "call_w_1", Name: "publish_page", Arguments: `{"slug":"about"}`}
+	turn = engine.TurnDigest([]engine.ToolCall{call})
+	state, err := engine.EncodeState(&engine.SuspendedState{Version: 1, Iterations: 1, Pending: []engine.ToolCall{call},
+		Transcript: []engine.Message{{Role: engine.RoleUser, Content: "Publish the about page."},
+			{Role: engine.RoleAssistant, ToolCalls: []engine.ToolCall{call}}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := a.db.SuspendRun(context.Background(), id, "bench-worker", engine.Suspend{
+		Suspension: engine.Suspension{State: state, Digest: turn},
+		Event:      engine.Event{Kind: engine.EventSuspended, Pending: []engine.ToolCall{call}, Digest: turn}, Now: time.Now()}); err != nil {
+		b.Fatal(err)
+	}
+	return id, turn
+}
+
 // benchApp is the real app over a SQLite file, built by app.New as
 // `countersign serve` builds it, but with its runtime not started: the runs
 // it polls are put in place by the benchmark and no worker touches them.

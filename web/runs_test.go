@@ -11,6 +11,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 
 	"countersign/engine"
+	"countersign/engine/models/demo"
 	"countersign/engine/tools"
 )
 
@@ -44,8 +45,11 @@ func TestPlayground(t *testing.T) {
 	if got := page.doc.Find(testid("example")).Length(); got != examples {
 		t.Errorf("%d example buttons in all, want %d", got, examples)
 	}
-	if got := page.doc.Find(testid("model-select") + " option").Length(); got != 1 {
+	if got := page.doc.Find(testid("model-select") + ` input[type=radio][name=model]`).Length(); got != 1 {
 		t.Errorf("%d models offered, want the demo model only", got)
+	}
+	if got := strings.TrimSpace(page.doc.Find(testid("model-option") + " " + testid("model-desc")).Text()); got != demo.Description {
+		t.Errorf("the demo model is described as %q, want its whole description %q", got, demo.Description)
 	}
 	if got := attr(page.doc, "[data-testid=nav-playground]", "aria-current"); got != "page" {
 		t.Errorf("playground nav entry not marked current: %q", got)
@@ -213,8 +217,8 @@ func TestApprovalCycle(t *testing.T) {
 		if calls.Length() != 1 || strings.TrimSpace(calls.Find(".tool-name").Text()) != "publish_page" {
 			t.Errorf("pending calls: %q", calls.Text())
 		}
-		if args := calls.Find(testid("pending-args")).Text(); !strings.Contains(args, `"slug": "about"`) {
-			t.Errorf("pending args %q", args)
+		if arg := calls.Find(testid("pending-args") + ` [data-arg="slug"] dd`); strings.TrimSpace(arg.Text()) != "about" || !arg.HasClass("arg-text") {
+			t.Errorf("pending args %q", calls.Find(testid("pending-args")).Text())
 		}
 		var preview []string
 		calls.Find(testid("preview") + " div").Each(func(_ int, s *goquery.Selection) { preview = append(preview, s.Text()) })
@@ -239,8 +243,11 @@ func TestApprovalCycle(t *testing.T) {
 		if card.Find(testid("card-note")).Length() != 0 || card.Find(testid("card-error")).Length() != 0 {
 			t.Errorf("unexpected note or error: %q", card.Text())
 		}
-		if _, ok := d.Find(testid("poller")).Attr("hx-get"); ok {
-			t.Error("a waiting run still polls")
+		if got := attr(d, testid("poller"), "hx-get"); got != "/runs/"+id+"/steps?after=3&turn="+r.PendingDigest {
+			t.Errorf("a waiting run polls %q, want the slow poll of its turn", got)
+		}
+		if d.Find("#run-header + #approval-card").Length() != 1 {
+			t.Error("the card is not right under the header")
 		}
 		if got := text(d, testid("inbox-badge")); got != "1" {
 			t.Errorf("inbox badge %q, want 1", got)
@@ -325,8 +332,9 @@ func TestApprovalCycle(t *testing.T) {
 		const reason = "Not before the launch on Monday"
 
 		mustRedirect(t, decide(t, olga, id, "deny", reason), "/runs/"+id)
-		if got := text(olga.get("/runs/"+id).doc, testid("flash")); got != "Denied. The agent has been told not to retry." {
-			t.Errorf("flash %q", got)
+		flash := olga.get("/runs/" + id).doc.Find(testid("flash"))
+		if got := strings.TrimSpace(flash.Text()); got != "Denied. The agent is told not to retry." || flash.AttrOr("data-kind", "") != "info" {
+			t.Errorf("flash %q of kind %q, want the denial as info, not a success", got, flash.AttrOr("data-kind", ""))
 		}
 		a.waitStatus(id, engine.StatusCompleted)
 		if p := a.page("about"); p.Status != tools.StatusDraft {

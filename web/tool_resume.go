@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -30,7 +31,9 @@ import (
 // with the preview to confirm. Without JavaScript it answers with a 303 to
 // the run and a flash message; with htmx it swaps the card in place. A
 // refusal keeps its status code (404, 409, 403, 422), shows why and keeps
-// what the operator entered.
+// what the operator entered while the turn is the same; when the run has
+// moved on it shows where it is (resumeRefusedWith). The form's "after"
+// is the last step its page shows.
 func (s *server) toolResume(c echo.Context) error {
 	ctx := c.Request().Context()
 	u, _ := currentUser(c)
@@ -70,11 +73,11 @@ func (s *server) toolResume(c echo.Context) error {
 	}
 	s.log.Info("decision", "run", run.ID, "by", u.Name, "decision", mode)
 
-	text := decidedText(d) + grantedText(d.Grants)
+	flash := views.Flash{Kind: decisionKind(d), Text: decidedText(d) + grantedText(d.Grants)}
 	if isHTMX(c) {
-		return render(c, http.StatusOK, views.DecisionFragment(run.ID, views.Flash{Kind: "ok", Text: text}, nil, run.LastSeq))
+		return render(c, http.StatusOK, views.DecisionFragment(run.ID, flash, nil, formAfter(c, run)))
 	}
-	if err := setFlash(c, "ok", text); err != nil {
+	if err := setFlash(c, flash.Kind, flash.Text); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, "/runs/"+run.ID)
@@ -85,10 +88,42 @@ func decidedText(d engine.Decision) string {
 	switch {
 	case d.Verdict == engine.VerdictApprove:
 		return "Approved. The run carries on."
-	case d.Verdict == engine.VerdictDeny:
-		return "Denied. The agent has been told not to retry."
+	case d.Verdict == engine.VerdictDeny || onlyDenials(d):
+		return "Denied. The agent is told not to retry."
 	}
 	return "Decided. The run carries on."
+}
+
+// decisionKind is the flash kind of a decision: a denial is no success to
+// show in green, only news.
+func decisionKind(d engine.Decision) string {
+	if d.Verdict == engine.VerdictDeny || onlyDenials(d) {
+		return "info"
+	}
+	return "ok"
+}
+
+// onlyDenials reports whether a per-call decision denies every call it names.
+func onlyDenials(d engine.Decision) bool {
+	if d.Verdict != "" || len(d.Calls) == 0 {
+		return false
+	}
+	for _, cv := range d.Calls {
+		if cv.Verdict != engine.VerdictDeny {
+			return false
+		}
+	}
+	return true
+}
+
+// formAfter is the last step the deciding page shows, from the form, or
+// the run's last step when the form does not say.
+func formAfter(c echo.Context, run engine.Run) int64 {
+	after, err := strconv.ParseInt(c.FormValue("after"), 10, 64)
+	if err != nil || after < 0 || after > run.LastSeq {
+		return run.LastSeq
+	}
+	return after
 }
 
 // callIDs returns the call ids the form names in fields with prefix, in
@@ -185,14 +220,15 @@ func (s *server) previewEdits(c echo.Context, run engine.Run, form url.Values, n
 		if pc.Verdict != string(engine.VerdictEdit) {
 			continue
 		}
-		lines, err := s.rt.PreviewEdit(ctx, run.ID, form.Get("digest"), pc.ID, pc.EditArgs)
+		pv, err := s.rt.PreviewEdit(ctx, run.ID, form.Get("digest"), pc.ID, pc.EditArgs)
 		if err != nil {
 			return s.resumeRefusedWith(c, run.ID, err, form)
 		}
+		lines := pv.Lines
 		if len(lines) == 0 {
 			lines = []string{"(this tool has no preview; it will run with the arguments above)"}
 		}
-		pc.EditPreview, pc.Previewed = lines, argsSeal(pc.EditArgs)
+		pc.EditPreview, pc.EditPreviewWarning, pc.Previewed = lines, pv.Warning, argsSeal(pc.EditArgs)
 		previewed++
 	}
 	if notice == "" {
@@ -202,9 +238,10 @@ func (s *server) previewEdits(c echo.Context, run engine.Run, form url.Values, n
 		}
 	}
 	card.Notice = notice
+	card.After = formAfter(c, run)
 	flash := views.Flash{Kind: "info", Text: notice}
 	if isHTMX(c) {
-		return render(c, http.StatusOK, views.DecisionFragment(run.ID, flash, card, run.LastSeq))
+		return render(c, http.StatusOK, views.DecisionFragment(run.ID, flash, card, card.After))
 	}
 	v, err := s.runView(c, run)
 	if err != nil {
@@ -216,6 +253,7 @@ func (s *server) previewEdits(c echo.Context, run engine.Run, form url.Values, n
 
 // fillCard puts what the operator entered back into the card.
 func fillCard(card *views.ApprovalCard, form url.Values) {
+	card.Reason = form.Get("reason")
 	for i := range card.Calls {
 		pc := &card.Calls[i]
 		if v := form.Get("verdict." + pc.ID); v != "" {
@@ -240,7 +278,12 @@ func (s *server) resumeRefused(c echo.Context, runID string, cause error) error 
 }
 
 // resumeRefusedWith is resumeRefused keeping what the operator entered in
-// form, when the card is still current.
+// form, when the card is still current. With htmx, whose error answers
+// swap only their out-of-band parts, everything comes out of band: on the
+// same turn the card with the reason and the operator's input; once the
+// run has moved on, what a poll would bring (the steps after the form's
+// "after", the header, the new turn's card or the notice of who decided)
+// and a restarted poller, so that a late click never leaves a stale card.
 func (s *server) resumeRefusedWith(c echo.Context, runID string, cause error, form url.Values) error {
 	he := classify(cause)
 	if errors.Is(cause, engine.ErrRunNotFound) || runID == "" {
@@ -250,16 +293,25 @@ func (s *server) resumeRefusedWith(c echo.Context, runID string, cause error, fo
 	if err != nil {
 		return err
 	}
-	flash := views.Flash{Kind: "error", Text: he.message}
+	digest := c.FormValue("digest")
+	flash := views.Flash{Kind: "error", Text: he.title + ": " + he.message}
 	if isHTMX(c) {
-		card := s.approvalCard(c, run)
-		if card != nil {
-			card.Error = he.message
-			if form != nil && form.Get("digest") == card.Digest {
-				fillCard(card, form)
+		u, err := s.runUpdate(c, run, formAfter(c, run), digest)
+		if err != nil {
+			return err
+		}
+		if u.Slot == views.SlotKeep && run.Status == engine.StatusWaiting {
+			// The same turn: its card again, with why and what was typed.
+			u.Slot, u.Card = views.SlotCard, s.approvalCard(c, run)
+			if u.Card != nil && form != nil {
+				fillCard(u.Card, form)
 			}
 		}
-		return render(c, he.status, views.DecisionFragment(run.ID, flash, card, run.LastSeq))
+		if u.Slot == views.SlotCard && u.Card != nil {
+			u.Card.Error, u.Card.After = he.message, nextAfterOf(u)
+		}
+		u.Flash, u.PollerOOB = &flash, true
+		return render(c, he.status, views.StepsFragment(u))
 	}
 	v, err := s.runView(c, run)
 	if err != nil {
@@ -267,12 +319,22 @@ func (s *server) resumeRefusedWith(c echo.Context, runID string, cause error, fo
 	}
 	if v.Card != nil {
 		v.Card.Error = he.message
-		if form != nil && form.Get("digest") == v.Card.Digest {
+		if form != nil && digest == v.Card.Digest {
 			fillCard(v.Card, form)
 		}
+	} else if digest != "" {
+		v.Decided = s.decidedNotice(c, run, digest)
 	}
 	l := s.layout(c, he.title, "runs")
-	flash.Text = he.title + ": " + he.message
 	l.Flash = &flash
 	return render(c, he.status, views.RunPage(l, v))
+}
+
+// nextAfterOf is the last step an update leaves on the page.
+func nextAfterOf(u views.StepsUpdate) int64 {
+	after := u.After
+	for _, st := range u.Steps {
+		after = max(after, st.Seq)
+	}
+	return after
 }

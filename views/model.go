@@ -83,6 +83,13 @@ type RunView struct {
 	// Polling is true while the run may still produce steps on its own
 	// (queued or running); false when it waits or has ended.
 	Polling bool
+	// Turn is the digest of the turn the card shows while the run waits:
+	// the page then polls slowly, asking whether that turn is still the
+	// one waiting.
+	Turn string
+	// Decided replaces the card when the turn the visitor decided on was
+	// decided by someone else first.
+	Decided *DecidedNotice
 	// CanDecide is true when the viewer may approve or deny (operator or admin).
 	CanDecide bool
 	// CanCancel is true when the viewer may cancel and the run has not ended.
@@ -94,12 +101,32 @@ type RunView struct {
 
 // RunHeader is the summary at the top of the run page.
 type RunHeader struct {
-	ID, Agent, Model, Status, InitiatedBy, Termination, Error string
-	Iterations, PromptTokens, CompletionTokens, TotalTokens   int
-	Duration                                                  string
-	CreatedAt                                                 string
-	// Waiting says the run waits for a decision.
-	Waiting bool
+	ID, Agent, Model, Status, InitiatedBy, Error            string
+	Iterations, PromptTokens, CompletionTokens, TotalTokens int
+	// Outcome is the run's status with what went wrong on the way; a zero
+	// Outcome shows the bare status.
+	Outcome Outcome
+	// Termination is how the run ended, only where the outcome does not
+	// already say it.
+	Termination string
+	// DecidedBy names who decided the run's turns, first decision first.
+	DecidedBy []string
+	// Started is when the run was created. Duration is how long a run
+	// that ended took, empty until it ends; Running is how long a queued or
+	// running run has been going.
+	Started           Moment
+	Duration, Running string
+	// CreatedAt is the exact creation time.
+	CreatedAt string
+	// Waiting says the run waits for a decision; WaitingSince is when its
+	// turn was suspended, WaitingFor how long ago that was.
+	Waiting      bool
+	WaitingSince Moment
+	WaitingFor   string
+	// CanDecide is true when the person looking may decide (operator or
+	// admin): the waiting note asks them to review the calls; others are
+	// told the run waits for an operator.
+	CanDecide bool
 }
 
 // Step is one event of a run, flattened for display. Only the fields of its
@@ -113,12 +140,17 @@ type Step struct {
 	// Text is the prompt, the assistant's text or the final answer.
 	Text      string
 	ToolCalls []ToolCallView
-	// Tool, CallID and ArgsPretty describe the call of a tool step.
+	// Tool, CallID and ArgsPretty describe the call of a tool step; Args
+	// are its arguments as a list when they are a JSON object.
 	Tool       string
 	CallID     string
 	ArgsPretty string
-	Result     string
-	IsError    bool
+	Args       []ArgView
+	// Answered marks a model turn whose text is the final answer that the
+	// finished step after it shows.
+	Answered bool
+	Result   string
+	IsError  bool
 	// Outcome is ok, tool_error, unknown_tool, bad_arguments, denied or not_permitted.
 	Outcome string
 	// Write marks a tool that required approval.
@@ -141,15 +173,36 @@ type Step struct {
 	Totals             string
 }
 
-// ToolCallView is one tool call with its arguments as indented JSON.
+// ToolCallView is one tool call with its arguments as indented JSON, and
+// in short (Short, one line) for a list of calls.
 type ToolCallView struct {
 	ID, Name, ArgsPretty string
+	Short                string
 }
 
-// PreviewView is what a pending call would do, as lines (a diff for an update).
+// ArgView is one argument of a call. A string (Text) is shown as text, with
+// its line breaks; any other value as compact JSON.
+type ArgView struct {
+	Key, Value string
+	Text       bool
+}
+
+// PreviewView is what a pending call would do, as lines (a diff for an
+// update). Warning marks a preview that could not be made: the lines say
+// why, and the call will probably fail.
 type PreviewView struct {
 	CallID, Tool string
 	Lines        []string
+	Warning      bool
+}
+
+// DecidedNotice takes the place of the card of a turn that was decided
+// while the page showed it: who decided, when and how, in one sentence.
+type DecidedNotice struct {
+	Text string
+	// By is who decided; Verdict the verdict every call shared
+	// ("approve", "deny", …, "" when they differ or nobody decided).
+	By, Verdict string
 }
 
 // ApprovalCard is the decision form for a suspended turn.
@@ -177,12 +230,25 @@ type ApprovalCard struct {
 	// second approver and for a person who may not approve.
 	Grants   bool
 	GrantFor string
+	// After is the seq of the last step the page shows with the card; a
+	// refused decision sends the steps after it.
+	After int64
+	// Reason refills the reason of a refused decision on the same turn.
+	Reason string
 }
 
 // PendingCall is one call awaiting a decision.
 type PendingCall struct {
 	ID, Tool, ArgsPretty string
-	Preview              []string
+	// Args are the arguments as a list when they are a JSON object.
+	Args    []ArgView
+	Preview []string
+	// PreviewWarning marks a preview that could not be made: the call
+	// will probably fail as proposed.
+	PreviewWarning bool
+	// Held marks a read held with the writes of its turn: it waits only
+	// because it came in the same turn.
+	Held bool
 	// Kind is "read", "write", "question" or "unknown".
 	Kind string
 	// Question and Options are what a question to the operator asks.
@@ -197,8 +263,9 @@ type PendingCall struct {
 	// EditPreview is the preview of the edited arguments; Previewed names
 	// the arguments it was computed for, so a confirmation runs exactly
 	// what the operator saw.
-	EditPreview []string
-	Previewed   string
+	EditPreview        []string
+	EditPreviewWarning bool
+	Previewed          string
 	// Grant is the standing grant chosen with an approval: "" (none), "run"
 	// or "agent".
 	Grant string
@@ -216,25 +283,39 @@ type StepsUpdate struct {
 	Card   *ApprovalCard
 	// Polling keeps polling on; false stops it (the run waits or has ended).
 	Polling bool
+	// Turn, when set, keeps a slow poll on that asks whether the run still
+	// waits on that turn (see RunView.Turn).
+	Turn string
+	// Slot says what to do with the card's place: SlotKeep leaves it as it
+	// is (the operator may be typing in it), SlotCard puts Card there (or
+	// empties it when Card is nil), SlotDecided puts Decided there.
+	Slot    Slot
+	Decided *DecidedNotice
+	// Answered are the seqs of model turns already on the page whose text
+	// turned out to be the final answer: the text gives way to a note.
+	Answered []int64
+	// Flash, when set, replaces the flash area; ClearFlash empties it (the
+	// run has moved on from what the flash said).
+	Flash      *Flash
+	ClearFlash bool
+	// PollerOOB sends the poller out of band: the answer to a refused
+	// decision, whose main content htmx does not swap.
+	PollerOOB bool
 	// InboxCount refreshes the nav badge.
 	InboxCount int
 }
 
-// InboxView lists every run waiting for approval.
-type InboxView struct {
-	Items []InboxItem
-}
+// Slot is what an update does to the approval card's place.
+type Slot int
 
-// InboxItem is one waiting run.
-type InboxItem struct {
-	RunID, Agent, InitiatedBy, Age, Prompt string
-	// Tools are the names of the pending calls.
-	Tools []string
-	// TimeLeft is how long the turn may still wait before it expires, empty
-	// when it has no deadline; Soon marks one close to its deadline.
-	TimeLeft string
-	Soon     bool
-}
+// The things an update does to the card's place.
+const (
+	SlotCard Slot = iota
+	SlotKeep
+	SlotDecided
+)
+
+// InboxView and InboxItem are in inbox_model.go.
 
 // HistoryView is the filtered, paginated list of runs.
 type HistoryView struct {
@@ -242,6 +323,8 @@ type HistoryView struct {
 	Filter   HistoryFilter
 	Statuses []string
 	Agents   []string
+	// Outcomes are the values of the outcome filter, in the form's order.
+	Outcomes []string
 	// Total is how many runs match the filter; with TotalMore, the count
 	// stopped there and more runs match.
 	Total     int
@@ -252,13 +335,23 @@ type HistoryView struct {
 
 // HistoryRow is one run in the history.
 type HistoryRow struct {
-	ID, Agent, Model, Status, InitiatedBy, Prompt, Created, Duration string
-	Tokens                                                           int
+	ID, Agent, Model, Status, InitiatedBy, Prompt, Duration string
+	Tokens                                                  int
+	// Outcome is the status with what went wrong; a zero Outcome shows the
+	// bare status.
+	Outcome Outcome
+	// Created is when the run was created, relative with the exact time.
+	Created Moment
+	// DecidedBy names who decided the run's turns, first decision first.
+	DecidedBy []string
 }
 
 // HistoryFilter is the history's filter form.
 type HistoryFilter struct {
 	Status, Agent, Initiator, Q string
+	// Outcome is one of the store's outcomes (HistoryView.Outcomes);
+	// DecidedBy a person who decided a turn of the run.
+	Outcome, DecidedBy string
 }
 
 // UsersView is the admin's user list.
@@ -305,6 +398,8 @@ type ErrorView struct {
 type VerdictView struct {
 	CallID, Tool, Verdict string
 	// Arguments and Original are the edited and proposed arguments of an
-	// edit; Text is a denial's reason or an answer.
+	// edit (ArgList and OriginalList as lists when they are JSON
+	// objects); Text is a denial's reason or an answer.
 	Arguments, Original, Text string
+	ArgList, OriginalList     []ArgView
 }

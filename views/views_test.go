@@ -77,7 +77,8 @@ func TestEscaping(t *testing.T) {
 	pages := map[string]templ.Component{
 		"run":     RunPage(l, hostileRun()),
 		"new run": NewRunPage(l, NewRunView{Agents: []AgentOption{{Name: "a", Title: xss, Description: xss, Examples: []string{xss}}}, Prompt: xss, Error: xss}),
-		"inbox":   InboxPage(l, InboxView{Items: []InboxItem{{RunID: "r1", Agent: xss, InitiatedBy: xss, Prompt: xss, Tools: []string{xss}}}}),
+		"inbox": InboxPage(l, InboxView{Items: []InboxItem{{RunID: "r1", Agent: xss, InitiatedBy: xss, Prompt: xss,
+			Calls: []InboxCall{{PendingCall: PendingCall{ID: "c1", Tool: xss, ArgsPretty: xss, Preview: []string{xss}}, Short: xss}}}}}),
 		"history": HistoryPage(l, HistoryView{Rows: []HistoryRow{{ID: "r1", Prompt: xss, Agent: xss}}, Filter: HistoryFilter{Q: xss}}),
 		"users":   UsersPage(l, UsersView{Users: []UserRow{{ID: 1, Name: xss, Role: "admin"}}, Error: xss}),
 		"login":   LoginPage(layout(""), LoginView{Name: xss, Error: xss, Next: xss}),
@@ -313,13 +314,15 @@ func TestDecisionFragment(t *testing.T) {
 		t.Error("polling not restarted")
 	}
 
-	card := &ApprovalCard{RunID: "r1", Error: "This turn was already decided.", CanDecide: true}
+	card := &ApprovalCard{RunID: "r1", Digest: "d 1", Error: "This turn was already decided.", CanDecide: true}
 	doc, _ = render(t, DecisionFragment("r1", Flash{Kind: "error", Text: "Stale."}, card, 6))
 	if doc.Find(testid("card-error")).Text() != card.Error {
 		t.Error("card error missing")
 	}
-	if _, ok := doc.Find("#poller").Attr("hx-get"); ok {
-		t.Error("polling restarted while a card is shown")
+	// While a card shows, the poll is the slow one that asks about its turn.
+	p = doc.Find("#poller")
+	if p.AttrOr("hx-get", "") != "/runs/r1/steps?after=6&turn=d+1" || p.AttrOr("hx-trigger", "") != "every 2s" {
+		t.Errorf("poller with a card: hx-get=%q trigger=%q", p.AttrOr("hx-get", ""), p.AttrOr("hx-trigger", ""))
 	}
 }
 
@@ -408,7 +411,7 @@ func TestNewRunPage(t *testing.T) {
 		t.Error("new run form wrong")
 	}
 	if form.Find(`select[name="agent"] option[selected]`).AttrOr("value", "") != "reader" ||
-		form.Find(`select[name="model"] option[selected]`).AttrOr("value", "") != "gpt" {
+		form.Find(`input[type=radio][name="model"][checked]`).AttrOr("value", "") != "gpt" {
 		t.Error("selection not kept")
 	}
 	ex := doc.Find(testid("example"))
@@ -464,7 +467,8 @@ func TestInboxPage(t *testing.T) {
 	if count(doc, testid("inbox-empty")) != 1 || count(doc, testid("inbox-item")) != 0 {
 		t.Error("empty state missing")
 	}
-	doc, _ = render(t, InboxPage(layout("operator"), InboxView{Items: []InboxItem{{RunID: "a"}, {RunID: "b", Tools: []string{"update_page"}}}}))
+	doc, _ = render(t, InboxPage(layout("operator"), InboxView{Items: []InboxItem{{RunID: "a"}, {RunID: "b",
+		Calls: []InboxCall{{PendingCall: PendingCall{ID: "c1", Tool: "update_page", Kind: "write"}, Short: "slug=pricing"}}}}}))
 	items := doc.Find(testid("inbox-item"))
 	if items.Length() != 2 || items.Last().Find(`a[href="/runs/b"]`).Length() != 1 {
 		t.Error("items wrong")

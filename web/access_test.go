@@ -68,6 +68,7 @@ func TestAccess(t *testing.T) {
 		unauth = http.StatusUnauthorized
 		forbid = http.StatusForbidden
 		nf     = http.StatusNotFound
+		none   = http.StatusNoContent
 	)
 	login := [4]string{"login", "", "", ""}
 	userN := 0
@@ -89,6 +90,7 @@ func TestAccess(t *testing.T) {
 			want: [4]int{see, ok, ok, ok}, loc: login},
 		{method: "GET", route: "/inbox", prepare: get("/inbox"), want: [4]int{see, ok, ok, ok}, loc: login},
 		{method: "GET", route: "/inbox/count", prepare: get("/inbox/count"), want: [4]int{see, ok, ok, ok}, loc: login},
+		{method: "GET", route: "/inbox/updates", prepare: get("/inbox/updates"), want: [4]int{see, none, none, none}, loc: login},
 		{method: "GET", route: "/users", prepare: get("/users"), want: [4]int{see, forbid, forbid, ok}, loc: login},
 		{method: "GET", route: "/grants", prepare: get("/grants"), want: [4]int{see, forbid, forbid, ok}, loc: login},
 		{method: "GET", route: "/healthz", prepare: get("/healthz"), want: [4]int{ok, ok, ok, ok}},
@@ -101,6 +103,15 @@ func TestAccess(t *testing.T) {
 		{method: "POST", route: "/tool/resume (unknown run)", want: [4]int{unauth, forbid, nf, nf},
 			prepare: func(*testApp, int) (string, url.Values) {
 				return "/tool/resume", url.Values{"run_id": {"01NOSUCHRUN"}, "digest": {"x"}, "decision": {"approve"}}
+			}},
+		{method: "POST", route: "/inbox/decide (unknown run)", want: [4]int{unauth, forbid, nf, nf},
+			prepare: func(*testApp, int) (string, url.Values) {
+				return "/inbox/decide", url.Values{"run_id": {"01NOSUCHRUN"}, "digest": {"x"}, "decision": {"approve"}}
+			}},
+		{method: "POST", route: "/inbox/decide-batch (unknown run)", want: [4]int{unauth, forbid, see, see},
+			loc: [4]string{"", "", "/inbox", "/inbox"},
+			prepare: func(*testApp, int) (string, url.Values) {
+				return "/inbox/decide-batch", url.Values{"turn": {"01NOSUCHRUN:x"}, "decision": {"approve"}}
 			}},
 		{method: "POST", route: "/runs/{id}/cancel", want: [4]int{unauth, forbid, see, see},
 			prepare: func(a *testApp, _ int) (string, url.Values) {

@@ -62,17 +62,16 @@ func TestInbox(t *testing.T) {
 		if i >= len(want) {
 			return
 		}
-		cells := s.Find("td")
 		if tool := strings.TrimSpace(s.Find(".tool-name").Text()); tool != want[i].tool {
 			t.Errorf("row %d: pending %q, want %q", i, tool, want[i].tool)
 		}
-		if by := strings.TrimSpace(cells.Eq(2).Text()); by != want[i].by {
+		if by := strings.TrimSpace(s.Find(testid("inbox-started-by")).Text()); by != want[i].by {
 			t.Errorf("row %d: started by %q, want %q", i, by, want[i].by)
 		}
-		if p := strings.TrimSpace(cells.Eq(5).Text()); p != want[i].prompt {
+		if p := strings.TrimSpace(s.Find(testid("inbox-prompt")).Text()); p != want[i].prompt {
 			t.Errorf("row %d: prompt %q", i, p)
 		}
-		if href := s.Find("a").AttrOr("href", ""); href != "/runs/"+ids[i] {
+		if href := s.Find(testid("inbox-run-link")).AttrOr("href", ""); href != "/runs/"+ids[i] {
 			t.Errorf("row %d links to %q", i, href)
 		}
 	})

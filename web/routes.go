@@ -44,10 +44,13 @@ func (s *server) routes(e *echo.Echo) {
 	e.GET("/runs/:id/steps", s.runSteps, viewer)
 	e.GET("/inbox", s.inbox, viewer)
 	e.GET("/inbox/count", s.inboxCount, viewer)
+	e.GET("/inbox/updates", s.inboxUpdates, viewer)
 
 	e.GET("/runs/new", s.runNew, operator)
 	e.POST("/runs", s.runCreate, checkCSRF, operator)
 	e.POST("/tool/resume", s.toolResume, checkCSRF, operator)
+	e.POST("/inbox/decide", s.inboxDecide, checkCSRF, operator)
+	e.POST("/inbox/decide-batch", s.inboxDecideBatch, checkCSRF, operator)
 	e.POST("/runs/:id/cancel", s.runCancel, checkCSRF, operator)
 
 	e.GET("/users", s.userList, admin)

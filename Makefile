@@ -2,11 +2,15 @@
 GO      ?= go
 BIN     := bin/countersign
 HTMX    := static/vendor/htmx.min.js
+AXE     := node_modules/axe-core/axe.min.js
+# npm ci writes node_modules/.package-lock.json; it marks node_modules as
+# installed from the current package-lock.json.
+NODE_STAMP := node_modules/.package-lock.json
 FUZZTIME ?= 10s
 
 export CGO_ENABLED := 1
 
-.PHONY: run build test vet staticcheck tidy-check fmt-check generate generate-check fuzz chaos bench assets clean
+.PHONY: run build test vet staticcheck tidy-check fmt-check generate generate-check fuzz chaos bench assets screenshots clean
 
 run: build
 	./$(BIN) serve
@@ -15,11 +19,19 @@ build: assets
 	$(GO) build -o $(BIN) .
 
 # htmx comes from the npm registry (package-lock.json pins it) and is copied
-# into static/vendor at build time; it is never committed.
-assets: $(HTMX)
+# into static/vendor at build time; it is never committed. axe-core, a
+# devDependency, stays in node_modules: only the browser tests read it
+# (a11y_browser_test.go injects it into the page), the app never serves it.
+assets: $(HTMX) $(AXE)
 
-$(HTMX): package.json package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --include=dev --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(AXE): $(NODE_STAMP)
+	@test -f $@ || { echo "npm ci did not install $@"; exit 1; }
+
+$(HTMX): $(NODE_STAMP)
 	mkdir -p static/vendor
 	cp node_modules/htmx.org/dist/htmx.min.js $(HTMX)
 
@@ -57,6 +69,12 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzDecodeState -fuzztime=5m ./engine
 	$(GO) test -run='^$$' -fuzz=FuzzToolResume -fuzztime=2m ./web
 	$(GO) test -run='^$$' -fuzz=FuzzRunRoutes -fuzztime=2m ./web
+
+# The README's screenshots (docs/screenshots/*.png), taken by a browser test
+# of the real app in headless Chromium at 1280 px. Without the flag the same
+# test takes them into a temporary folder and only checks them.
+screenshots: assets
+	$(GO) test . -run '^TestScreenshots$$' -count=1 -screenshots=docs/screenshots
 
 # The whole kill-point matrix of the crash test (make test runs a short form).
 chaos:

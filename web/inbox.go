@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -113,18 +112,18 @@ func shortArgs(args string) (short string, clipped bool) {
 	dec := json.NewDecoder(strings.NewReader(args))
 	dec.UseNumber()
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return clipRunes(oneLine(args), shortPairs*shortValue)
+		return cutRunes(oneLine(args), shortPairs*shortValue)
 	}
 	var pairs []string
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
-			return clipRunes(oneLine(args), shortPairs*shortValue)
+			return cutRunes(oneLine(args), shortPairs*shortValue)
 		}
 		key, _ := t.(string)
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
-			return clipRunes(oneLine(args), shortPairs*shortValue)
+			return cutRunes(oneLine(args), shortPairs*shortValue)
 		}
 		if len(pairs) == shortPairs {
 			clipped = true
@@ -140,12 +139,12 @@ func shortArgs(args string) (short string, clipped bool) {
 				val = buf.String()
 			}
 		}
-		val, cut := clipRunes(oneLine(val), shortValue)
+		val, cut := cutRunes(oneLine(val), shortValue)
 		clipped = clipped || cut || strings.Contains(val, "⏎")
 		pairs = append(pairs, key+"="+val)
 	}
 	if _, err := dec.Token(); err != nil && !errors.Is(err, io.EOF) {
-		return clipRunes(oneLine(args), shortPairs*shortValue)
+		return cutRunes(oneLine(args), shortPairs*shortValue)
 	}
 	if len(pairs) == 0 {
 		return "(no arguments)", false
@@ -158,15 +157,6 @@ func oneLine(s string) string {
 	s = strings.TrimSpace(s)
 	s = strings.ReplaceAll(s, "\r\n", "\n")
 	return strings.ReplaceAll(s, "\n", "⏎")
-}
-
-// clipRunes cuts s to n characters, with an ellipsis when it cut.
-func clipRunes(s string, n int) (string, bool) {
-	if utf8.RuneCountInString(s) <= n {
-		return s, false
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…", true
 }
 
 // inboxCount renders the nav badge alone, for its own polling.

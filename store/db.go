@@ -85,8 +85,9 @@ func WithBcryptCost(cost int) Option {
 }
 
 // Open opens the SQLite database file at path, creating the file and its
-// parent directory if needed, and applies any pending migration. Every
-// pooled connection gets the settings of dsnParams.
+// parent directory if needed, and applies any pending migration, then
+// chains the events recorded before the audit chain existed (once; see
+// backfillAudit). Every pooled connection gets the settings of dsnParams.
 func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
@@ -121,6 +122,10 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	if err := db.Migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := db.backfillAudit(ctx); err != nil {
 		db.Close()
 		return nil, err
 	}

@@ -597,11 +597,12 @@ func (r eventRow) event() (engine.Event, error) {
 	return ev, nil
 }
 
-// insertEvent stores ev as event seq of run id. An event without a time is
-// stamped with now.
+// insertEvent stores ev as event seq of run id, chained into the run's audit
+// record (eventHash): its previous hash costs one primary-key read. An event
+// without a time is stamped with now.
 func insertEvent(ctx context.Context, tx *sqlx.Tx, id string, seq int64, ev engine.Event, now time.Time) error {
-	const q = `INSERT INTO agent_run_event (run_id, seq, kind, payload, created_at)
-		VALUES (?, ?, ?, ?, ?)`
+	const q = `INSERT INTO agent_run_event (run_id, seq, kind, payload, created_at, prev_hash, hash)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`
 	if ev.At.IsZero() {
 		ev.At = now
 	}
@@ -609,7 +610,13 @@ func insertEvent(ctx context.Context, tx *sqlx.Tx, id string, seq int64, ev engi
 	if err != nil {
 		return fmt.Errorf("encode %s event: %w", ev.Kind, err)
 	}
-	if _, err := tx.ExecContext(ctx, q, id, seq, ev.Kind, payload, millis(ev.At)); err != nil {
+	prev, err := prevHash(ctx, tx, id, seq)
+	if err != nil {
+		return fmt.Errorf("chain %s event: %w", ev.Kind, err)
+	}
+	at := millis(ev.At)
+	h := eventHash(prev, id, seq, string(ev.Kind), at, payload)
+	if _, err := tx.ExecContext(ctx, q, id, seq, ev.Kind, payload, at, prev, h); err != nil {
 		return fmt.Errorf("insert %s event: %w", ev.Kind, err)
 	}
 	return addTally(ctx, tx, id, ev)

@@ -9,6 +9,9 @@
 //	                                         COUNTERSIGN_PASSWORD or generated and printed
 //	countersign user list                    list users
 //	countersign user disable NAME            disable a user
+//	countersign audit verify [RUN]           verify the audit record of a run, or of
+//	                                         every run; fails when one is altered
+//	countersign audit export RUN             print a run's audit record as JSON lines
 //
 // Configuration comes from COUNTERSIGN_* environment variables; see README.md.
 package main
@@ -58,11 +61,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return migrateCommand(ctx, cfg, stdout)
 	case "user":
 		return userCommand(ctx, cfg, args[2:], getenv, stdout)
+	case "audit":
+		return auditCommand(ctx, cfg, args[2:], stdout)
 	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, "usage: countersign [serve | migrate | user add NAME ROLE | user list | user disable NAME]")
+		fmt.Fprintln(stdout, "usage: countersign [serve | migrate | user add NAME ROLE | user list | user disable NAME | audit verify [RUN] | audit export RUN]")
 		return nil
 	default:
-		return fmt.Errorf("unknown command %q (try: serve, migrate, user)", cmd)
+		return fmt.Errorf("unknown command %q (try: serve, migrate, user, audit)", cmd)
 	}
 }
 

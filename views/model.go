@@ -97,6 +97,9 @@ type RunView struct {
 	// Grants are the standing grants given in the run and the agent-wide
 	// ones that applied to it while it ran, newest first.
 	Grants []GrantView
+	// Audit says whether the run's audit record is intact; nil shows
+	// nothing.
+	Audit *AuditStatus
 }
 
 // RunHeader is the summary at the top of the run page.

@@ -17,7 +17,8 @@ const (
 	maxPollSteps = 500
 )
 
-// runShow renders the run page: header, steps, approval card when waiting.
+// runShow renders the run page: header, whether its audit record is intact,
+// steps, approval card when waiting.
 func (s *server) runShow(c echo.Context) error {
 	run, err := s.db.Run(c.Request().Context(), c.Param("id"))
 	if err != nil {
@@ -27,6 +28,7 @@ func (s *server) runShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	v.Audit = s.auditStatus(c.Request().Context(), run.ID)
 	return render(c, http.StatusOK, views.RunPage(s.layout(c, "Run "+run.ID, "runs"), v))
 }
 

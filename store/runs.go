@@ -619,6 +619,9 @@ func insertEvent(ctx context.Context, tx *sqlx.Tx, id string, seq int64, ev engi
 	if _, err := tx.ExecContext(ctx, q, id, seq, ev.Kind, payload, at, prev, h); err != nil {
 		return fmt.Errorf("insert %s event: %w", ev.Kind, err)
 	}
+	if err := enqueueDeliveries(ctx, tx, id, seq, ev); err != nil {
+		return err
+	}
 	return addTally(ctx, tx, id, ev)
 }
 

@@ -23,6 +23,7 @@ import (
 	"countersign/static"
 	"countersign/store"
 	"countersign/web"
+	"countersign/webhook"
 )
 
 // Config is what New needs. Every field but DBPath (or DB) may be left zero
@@ -88,6 +89,8 @@ type App struct {
 	Models  []Model
 	Runtime *engine.Runtime
 	Handler http.Handler
+	// Webhooks delivers the webhook outbox from Start to Close.
+	Webhooks *webhook.Deliverer
 
 	cfg       Config
 	ownDB     bool
@@ -196,6 +199,9 @@ func (a *App) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if a.Webhooks, err = webhook.New(webhook.Config{Outbox: a.DB, Now: cfg.Now, Logger: log}); err != nil {
+		return err
+	}
 	a.Handler, err = web.New(web.Config{
 		Store: a.DB, Runtime: a.Runtime, Agents: a.Agents, Models: offered, Assets: assets,
 		SessionKey: key, SignIn: cfg.SignIn, Logger: log, Now: cfg.Now,
@@ -230,10 +236,11 @@ func (a *App) loadAgents(ws tools.Workspace) ([]engine.Agent, error) {
 	return agents, nil
 }
 
-// Start starts the runtime's workers and, with a Retention, the hourly purge
-// of older finished runs. Call it once.
+// Start starts the runtime's workers, the webhook deliveries and, with a
+// Retention, the hourly purge of older finished runs. Call it once.
 func (a *App) Start() {
 	a.Runtime.Start()
+	a.Webhooks.Start()
 	if a.cfg.Retention <= 0 || a.stopPurge != nil {
 		return
 	}
@@ -245,9 +252,11 @@ func (a *App) Start() {
 	}()
 }
 
-// Close shuts down in reverse order: the purge, the runtime, then the
-// database unless it came open in Config.DB.
+// Close shuts down in reverse order: the webhook deliveries (waiting for
+// the attempts in flight), the purge, the runtime, then the database unless
+// it came open in Config.DB.
 func (a *App) Close() error {
+	a.Webhooks.Close()
 	if a.stopPurge != nil {
 		a.stopPurge()
 		<-a.purged

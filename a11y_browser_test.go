@@ -384,6 +384,7 @@ func TestAccessibilityAdminPages(t *testing.T) {
 	axeSource(t)
 	srv := newServer(t)
 	op := newOperator(t, srv.URL, "admin", srv.Password)
+	addWebhookEndpoint(t, op.c, srv.URL, "http://127.0.0.1:9/hooks") // refused: deliveries pending with an error
 	op.decide(op.start("editor", "Publish the about page."), "approve")
 	op.decide(op.start("editor", "Delete the old announcement page."), "deny")
 	op.start("editor", "Publish the release notes.")
@@ -397,6 +398,7 @@ func TestAccessibilityAdminPages(t *testing.T) {
 		{"history with a filter", "/runs?" + url.Values{"q": {"page"}, "status": {"completed"}, "agent": {"editor"}}.Encode()},
 		{"users", "/users"},
 		{"grants", "/grants"},
+		{"webhooks", "/webhooks"},
 	}
 	for _, scheme := range []string{"light", "dark"} {
 		b.preferScheme(scheme)

@@ -59,6 +59,8 @@ func (s *server) routes(e *echo.Echo) {
 	e.POST("/users/:id/disable", s.userDisable, checkCSRF, admin)
 	e.GET("/grants", s.grantList, admin)
 	e.POST("/grants/:id/revoke", s.grantRevoke, checkCSRF, admin)
+
+	s.webhookRoutes(e, admin)
 }
 
 // bodyLimit is MaxBodyBytes in Echo's notation.

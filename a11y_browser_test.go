@@ -399,6 +399,7 @@ func TestAccessibilityAdminPages(t *testing.T) {
 		{"users", "/users"},
 		{"grants", "/grants"},
 		{"webhooks", "/webhooks"},
+		{"API tokens", "/tokens"},
 	}
 	for _, scheme := range []string{"light", "dark"} {
 		b.preferScheme(scheme)

@@ -9,6 +9,10 @@
 //	                                         COUNTERSIGN_PASSWORD or generated and printed
 //	countersign user list                    list users
 //	countersign user disable NAME            disable a user
+//	countersign token create USER NAME       make an API token acting as USER; the
+//	                                         token is printed once
+//	countersign token list [USER]            list API tokens (never their secrets)
+//	countersign token revoke ID              revoke an API token
 //	countersign audit verify [RUN]           verify the audit record of a run, or of
 //	                                         every run; fails when one is altered
 //	countersign audit export RUN             print a run's audit record as JSON lines
@@ -61,13 +65,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return migrateCommand(ctx, cfg, stdout)
 	case "user":
 		return userCommand(ctx, cfg, args[2:], getenv, stdout)
+	case "token":
+		return tokenCommand(ctx, cfg, args[2:], stdout)
 	case "audit":
 		return auditCommand(ctx, cfg, args[2:], stdout)
 	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, "usage: countersign [serve | migrate | user add NAME ROLE | user list | user disable NAME | audit verify [RUN] | audit export RUN]")
+		fmt.Fprintln(stdout, "usage: countersign [serve | migrate | user add NAME ROLE | user list | user disable NAME | token create USER NAME | token list [USER] | token revoke ID | audit verify [RUN] | audit export RUN]")
 		return nil
 	default:
-		return fmt.Errorf("unknown command %q (try: serve, migrate, user, audit)", cmd)
+		return fmt.Errorf("unknown command %q (try: serve, migrate, user, token, audit)", cmd)
 	}
 }
 

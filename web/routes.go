@@ -60,6 +60,7 @@ func (s *server) routes(e *echo.Echo) {
 	e.GET("/grants", s.grantList, admin)
 	e.POST("/grants/:id/revoke", s.grantRevoke, checkCSRF, admin)
 
+	s.tokenRoutes(e, viewer)
 	s.webhookRoutes(e, admin)
 }
 

@@ -168,6 +168,8 @@ func classify(err error) *httpError {
 		return &httpError{http.StatusConflict, "Not waiting", "This run is not waiting for a decision."}
 	case errors.Is(err, engine.ErrGrantsNotAccepted):
 		return &httpError{http.StatusForbidden, "No standing grants", "This agent needs a second approver, so it takes no standing grants."}
+	case errors.Is(err, store.ErrTokenRevoked):
+		return &httpError{http.StatusConflict, "Already revoked", "This token was already revoked."}
 	case errors.Is(err, store.ErrGrantRevoked):
 		return &httpError{http.StatusConflict, "Already revoked", "This grant was already revoked: calls of its tool ask a person again."}
 	case errors.Is(err, engine.ErrSelfApproval):

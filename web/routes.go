@@ -25,8 +25,9 @@ func (s *server) routes(e *echo.Echo) {
 	e.Use(s.crossOrigin)
 	e.Use(middleware.BodyLimit(bodyLimit))
 	// Every page loads the session, error pages (404, 405) too, so that they
-	// show who is signed in; the health check and the assets need none.
-	e.Use(except(s.withSession, "/healthz", "/favicon.ico", "/static/*"))
+	// show who is signed in; the health check and the assets need none, and
+	// the API authenticates by token alone (apiAuth).
+	e.Use(skipAPI(except(s.withSession, "/healthz", "/favicon.ico", "/static/*")))
 
 	e.GET("/healthz", s.healthz)
 	e.GET("/favicon.ico", s.favicon)
@@ -62,6 +63,7 @@ func (s *server) routes(e *echo.Echo) {
 
 	s.tokenRoutes(e, viewer)
 	s.webhookRoutes(e, admin)
+	s.apiRoutes(e)
 }
 
 // bodyLimit is MaxBodyBytes in Echo's notation.

@@ -208,6 +208,10 @@ func (s *server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
+	if isAPI(c) {
+		s.writeProblem(c, err)
+		return
+	}
 	he := classify(err)
 	if he.status >= 500 {
 		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)

@@ -61,14 +61,7 @@ func (s *server) apiDecide(c echo.Context) error {
 		return namedByIndex(err, req.Calls)
 	}
 	s.log.Info("decision", "run", run.ID, "by", u.Name, "from", "api")
-	if run, err = s.db.Run(ctx, run.ID); err != nil {
-		return err
-	}
-	v, err := s.apiRunFull(ctx, run, u.Name)
-	if err != nil {
-		return err
-	}
-	return writeJSON(c, http.StatusOK, v)
+	return s.writeRunNow(c, run.ID, u.Name)
 }
 
 // decisionOf checks the shape of a decision and makes it the engine's. What

@@ -93,10 +93,18 @@ func (s *server) apiRunCancel(c echo.Context) error {
 		return err
 	}
 	s.log.Info("run cancelled", "run", run.ID, "by", u.Name, "from", "api")
-	if run, err = s.db.Run(ctx, run.ID); err != nil {
+	return s.writeRunNow(c, run.ID, u.Name)
+}
+
+// writeRunNow answers with run id as it is after a change the request made,
+// read again, as user sees it.
+func (s *server) writeRunNow(c echo.Context, id, user string) error {
+	ctx := c.Request().Context()
+	run, err := s.db.Run(ctx, id)
+	if err != nil {
 		return err
 	}
-	v, err := s.apiRunFull(ctx, run, u.Name)
+	v, err := s.apiRunFull(ctx, run, user)
 	if err != nil {
 		return err
 	}

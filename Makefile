@@ -69,6 +69,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzDecodeState -fuzztime=5m ./engine
 	$(GO) test -run='^$$' -fuzz=FuzzToolResume -fuzztime=2m ./web
 	$(GO) test -run='^$$' -fuzz=FuzzRunRoutes -fuzztime=2m ./web
+	$(GO) test -run='^$$' -fuzz=FuzzAPIDecision -fuzztime=2m ./web
 
 # The README's screenshots (docs/screenshots/*.png), taken by a browser test
 # of the real app in headless Chromium at 1280 px. Without the flag the same

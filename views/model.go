@@ -16,7 +16,7 @@ type Layout struct {
 	// InboxCount is the number of runs waiting for approval.
 	InboxCount int
 	// Active names the nav entry to mark: "playground", "runs", "inbox",
-	// "users" or "grants".
+	// "users", "grants", "webhooks" or "tokens".
 	Active string
 	// CSS, JS, HTMX and Icon are the asset URLs. An empty URL leaves its
 	// tag out: without htmx the pages still work as plain forms and links.

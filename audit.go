@@ -74,7 +74,11 @@ func verifyAll(ctx context.Context, db *store.DB, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "verified %d runs: %d intact, %d altered\n", runs, runs-altered, altered)
+	noun := "runs"
+	if runs == 1 {
+		noun = "run"
+	}
+	fmt.Fprintf(stdout, "verified %d %s: %d intact, %d altered\n", runs, noun, runs-altered, altered)
 	if altered > 0 {
 		return fmt.Errorf("the audit record of %d of %d runs is altered", altered, runs)
 	}

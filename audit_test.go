@@ -75,6 +75,22 @@ func TestAuditCommands(t *testing.T) {
 		return out.String(), err
 	}
 
+	// A database with no run, then one run: the summary counts in words.
+	vars["COUNTERSIGN_DB"] = filepath.Join(t.TempDir(), "one.db")
+	if out, err := cmd("verify"); err != nil || out != "verified 0 runs: 0 intact, 0 altered\n" {
+		t.Fatalf("verify of no run: %v, output %q", err, out)
+	}
+	one, err := store.Open(context.Background(), vars["COUNTERSIGN_DB"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	recordAuditRun(t, one, t0)
+	one.Close()
+	if out, err := cmd("verify"); err != nil || out != "verified 1 run: 1 intact, 0 altered\n" {
+		t.Fatalf("verify of one run: %v, output %q", err, out)
+	}
+	vars["COUNTERSIGN_DB"] = dbPath
+
 	out, err := cmd("verify")
 	if err != nil || out != "verified 2 runs: 2 intact, 0 altered\n" {
 		t.Fatalf("verify of intact runs: %v, output %q", err, out)

@@ -32,6 +32,10 @@ type apiCallDecision struct {
 	Arguments json.RawMessage `json:"arguments"`
 	Answer    string          `json:"answer"`
 	Reason    string          `json:"reason"`
+	// Grant asks, with an approval or an edit, that later calls of the
+	// same tool run without a person: "run" for the rest of this run,
+	// "agent" for every run of this agent for an hour.
+	Grant string `json:"grant"`
 }
 
 // apiDecide decides the turn a run waits on, as the run page does, through
@@ -55,6 +59,10 @@ func (s *server) apiDecide(c echo.Context) error {
 	run, err := s.db.Run(ctx, c.Param("id"))
 	if err != nil {
 		return err
+	}
+	ids, scopes := grantsAsked(req.Calls)
+	if d.Grants, err = s.grantsFor(ctx, run, ids, scopes, d); err != nil {
+		return namedByIndex(err, req.Calls)
 	}
 	if err := s.rt.Decide(ctx, run.ID, d); err != nil {
 		s.log.Info("decision refused", "run", run.ID, "by", u.Name, "from", "api", "err", err)
@@ -114,9 +122,32 @@ func decisionOf(req apiDecision) (engine.Decision, error) {
 		if cd.Answer != "" && cv.Verdict != engine.VerdictAnswer {
 			return d, invalid(field+".answer", "Only an answer takes an answer.")
 		}
+		switch engine.GrantScope(cd.Grant) {
+		case "":
+		case engine.GrantRun, engine.GrantAgent:
+			if !cv.Verdict.Approves() {
+				return d, invalid(field+".grant", "Only an approval or an edit takes a standing grant.")
+			}
+		default:
+			return d, invalid(field+".grant", "A standing grant is for the rest of this run (run) or for this agent (agent).")
+		}
 		d.Calls = append(d.Calls, cv)
 	}
 	return d, nil
+}
+
+// grantsAsked lists the calls that ask for a standing grant, in the order
+// of the request, with the scope each asks for.
+func grantsAsked(calls []apiCallDecision) ([]string, map[string]string) {
+	var ids []string
+	scopes := map[string]string{}
+	for _, cd := range calls {
+		if cd.Grant != "" {
+			ids = append(ids, cd.ID)
+			scopes[cd.ID] = cd.Grant
+		}
+	}
+	return ids, scopes
 }
 
 // namedByIndex renames the field of an input error from the engine, which
@@ -131,6 +162,14 @@ func namedByIndex(err error, calls []apiCallDecision) error {
 	switch {
 	case field == "decision":
 		field = "verdict"
+	case strings.HasPrefix(field, "grant."):
+		id := strings.TrimPrefix(field, "grant.")
+		for i := len(calls) - 1; i >= 0; i-- {
+			if calls[i].ID == id {
+				field = fmt.Sprintf("calls[%d].grant", i)
+				break
+			}
+		}
 	case strings.HasPrefix(field, "calls."):
 		rest := strings.TrimPrefix(field, "calls.")
 		for i := len(calls) - 1; i >= 0; i-- {

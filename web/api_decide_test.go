@@ -45,6 +45,13 @@ func TestAPIDecideRefusals(t *testing.T) {
 			{"id": "call_nope", "verdict": "approve"}}}, false, http.StatusUnprocessableEntity, "calls"},
 		{"two verdicts on a call", map[string]any{"digest": w.PendingDigest, "calls": []map[string]any{
 			{"id": call, "verdict": "approve"}, {"id": call, "verdict": "deny"}}}, false, http.StatusUnprocessableEntity, "calls[1]"},
+		{"grant with a denial", map[string]any{"digest": w.PendingDigest, "calls": []map[string]any{
+			{"id": call, "verdict": "deny", "grant": "run"}}}, false, http.StatusUnprocessableEntity, "calls[0].grant"},
+		{"grant of no scope", map[string]any{"digest": w.PendingDigest, "calls": []map[string]any{
+			{"id": call, "verdict": "approve", "grant": "forever"}}}, true, http.StatusUnprocessableEntity, "calls[0].grant"},
+		{"grant for a call not pending", map[string]any{"digest": w.PendingDigest, "calls": []map[string]any{
+			{"id": call, "verdict": "approve"}, {"id": "call_nope", "verdict": "approve", "grant": "run"}}}, false,
+			http.StatusUnprocessableEntity, "calls[1].grant"},
 		{"stale digest", map[string]any{"digest": strings.Repeat("0", 64), "verdict": "approve"}, false, http.StatusConflict, ""},
 	}
 	for _, tc := range cases {
@@ -124,5 +131,37 @@ func TestAPIDecidePerCallEdit(t *testing.T) {
 	}
 	if p := a.page("about"); p.Status == tools.StatusPublished {
 		t.Error("the call as proposed ran")
+	}
+}
+
+// TestAPIDecideWithGrant: an approval may ask for a standing grant, as on
+// the run page; it is written with the decision and applies to the run.
+// An agent that needs a second approver takes none (403, nothing changes).
+func TestAPIDecideWithGrant(t *testing.T) {
+	t.Parallel()
+	a := newTestApp(t, withoutWorkers())
+	w := a.waitingRun("editor", publishAbout, olgaName)
+	olga := a.api(olgaName)
+	pending := olga.getRun(w.ID).Pending.Calls[0]
+	if gs := a.grantsOf(w.ID); len(gs) != 0 {
+		t.Fatalf("grants before the decision: %+v", gs)
+	}
+	mustAPIStatus(t, olga.call(http.MethodPost, "/api/v1/runs/"+w.ID+"/decision", map[string]any{"digest": w.PendingDigest,
+		"calls": []map[string]any{{"id": pending.ID, "verdict": "approve", "grant": "run"}}}), http.StatusOK)
+	gs := a.grantsOf(w.ID)
+	if len(gs) != 1 || gs[0].Tool != pending.Tool || gs[0].Scope != engine.GrantRun || gs[0].RunID != w.ID || gs[0].By != olgaName {
+		t.Fatalf("grants after an approval with grant run: %+v; want one for %s in this run by olga", gs, pending.Tool)
+	}
+
+	b := newTestApp(t, withFourEyes(), withoutWorkers())
+	w = b.waitingRun("editor", publishAbout, olgaName)
+	p := mustProblem(t, b.api(oscarName).call(http.MethodPost, "/api/v1/runs/"+w.ID+"/decision", map[string]any{
+		"digest": w.PendingDigest, "calls": []map[string]any{{"id": pending.ID, "verdict": "approve", "grant": "agent"}}}),
+		http.StatusForbidden)
+	if p.Type != "urn:countersign:problem:grants-not-accepted" || !strings.Contains(p.Detail, "standing grants") {
+		t.Errorf("the refusal is %s: %q, want that this agent takes no standing grants", p.Type, p.Detail)
+	}
+	if r := b.run(w.ID); r.Status != engine.StatusWaiting || len(b.grantsOf(w.ID)) != 0 {
+		t.Fatalf("a refused grant changed the run (%s) or wrote a grant; problem %+v", r.Status, p)
 	}
 }

@@ -25,6 +25,17 @@ import (
 // as the engine refuses the decision anyway.
 func (s *server) grantRequests(ctx context.Context, run engine.Run, form url.Values, d engine.Decision) ([]engine.GrantRequest, error) {
 	ids := chosenGrants(form)
+	scopes := make(map[string]string, len(ids))
+	for _, id := range ids {
+		scopes[id] = form.Get("grant." + id)
+	}
+	return s.grantsFor(ctx, run, ids, scopes, d)
+}
+
+// grantsFor turns the grant scopes chosen for call ids (in that order) into
+// the grant requests of decision d, as grantRequests says; an error names
+// the field grant.<id>.
+func (s *server) grantsFor(ctx context.Context, run engine.Run, ids []string, scopes map[string]string, d engine.Decision) ([]engine.GrantRequest, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -50,7 +61,7 @@ func (s *server) grantRequests(ctx context.Context, run engine.Run, form url.Val
 			continue
 		}
 		gr := engine.GrantRequest{Tool: tool}
-		switch scope := form.Get("grant." + id); scope {
+		switch scope := scopes[id]; scope {
 		case string(engine.GrantRun):
 			gr.Scope = engine.GrantRun
 		case string(engine.GrantAgent):

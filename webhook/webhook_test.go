@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -306,41 +307,40 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 	}
 }
 
-// TestReceiverDownAcrossRestart: the receiver's port is closed while the
-// deliverer tries; the deliverer and the database are closed and reopened
-// on the same file, the receiver comes up, and the pending delivery
-// arrives, with the id it had before the restart.
+// TestReceiverDownAcrossRestart: the receiver drops every connection
+// unanswered while the deliverer tries; the deliverer and the database are
+// closed and reopened on the same file, the receiver comes up, and the
+// pending delivery arrives, with the id it had before the restart.
 func TestReceiverDownAcrossRestart(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close() // down: connections are refused
-	f := newFixture(t, "http://"+addr+"/hook")
+	gate := &downListener{Listener: l}
+	rc := newReceiver(t, always(http.StatusOK))
+	srv := &httptest.Server{Listener: gate, Config: &http.Server{Handler: rc}}
+	srv.Start()
+	defer srv.Close()
+	f := newFixture(t, "http://"+l.Addr().String()+"/hook")
+	rc.secret = f.secret
 	want := f.waitingRun()
 
 	d := f.deliverer(10 * time.Millisecond)
-	waitFor(t, "two refused attempts", func() bool { return f.delivery(want.ID).Attempts >= 2 })
+	waitFor(t, "two failed attempts", func() bool { return f.delivery(want.ID).Attempts >= 2 })
 	d.Close()
 	before := f.delivery(want.ID)
 	if before.Status != store.DeliveryPending || before.LastStatusCode != 0 || before.LastError == "" {
 		t.Fatalf("delivery while the receiver is down = %+v", before)
+	}
+	if n := len(rc.requests()); n != 0 {
+		t.Fatalf("the receiver, down, answered %d requests", n)
 	}
 	if err := f.db.Close(); err != nil {
 		t.Fatal(err)
 	}
 
 	// The receiver comes up on its address, and the app restarts.
-	rc := newReceiver(t, always(http.StatusOK))
-	rc.secret = f.secret
-	l, err = net.Listen("tcp", addr)
-	if err != nil {
-		t.Skipf("the receiver's port %s was taken meanwhile: %v", addr, err)
-	}
-	srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: rc}}
-	srv.Start()
-	defer srv.Close()
+	gate.up.Store(true)
 	f.open()
 	f.deliverer(10 * time.Millisecond)
 
@@ -351,6 +351,27 @@ func TestReceiverDownAcrossRestart(t *testing.T) {
 	}
 	if after := f.delivery(want.ID); after.Attempts != before.Attempts+1 {
 		t.Errorf("attempts %d after the restart, want %d", after.Attempts, before.Attempts+1)
+	}
+}
+
+// downListener is a receiver's address that is down until up is set: it
+// drops every connection before a byte is read, so a sender sees the
+// connection fail, as when nothing listens. Keeping the address open spares
+// the test from reopening a closed port that something else may take.
+type downListener struct {
+	net.Listener
+	up atomic.Bool
+}
+
+// Accept returns the next connection once up is set, closing the ones
+// that come before.
+func (g *downListener) Accept() (net.Conn, error) {
+	for {
+		c, err := g.Listener.Accept()
+		if err != nil || g.up.Load() {
+			return c, err
+		}
+		c.Close()
 	}
 }
 

@@ -402,7 +402,7 @@ func nav(l Layout) templ.Component {
 				templ_7745c5c3_ElementWriter := templ_7745c5c3_Buffer
 				templ_7745c5c3_Buffer := templ.GetBuffer()
 				var templ_7745c5c3_ElementScripts []templ.ComponentScript
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 36, "<a href=\"/tokens\" class=\"nav-tokens\" data-testid=\"nav-tokens\"")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 36, "<a href=\"/tokens\" data-testid=\"nav-tokens\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

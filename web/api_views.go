@@ -191,38 +191,20 @@ func (s *server) apiRunFull(ctx context.Context, run engine.Run, user string) (a
 func (s *server) apiTurnOf(ctx context.Context, run engine.Run, user string) *apiTurn {
 	t := &apiTurn{Digest: run.PendingDigest, SecondApprover: s.rt.NeedsSecondApprover(run.Agent),
 		YouMayApprove: s.rt.MayApprove(run, user), Calls: []apiCall{}}
-	sus, err := s.db.SuspendedState(ctx, run.ID)
-	if err != nil {
-		s.log.Error("load suspended state", "run", run.ID, "err", err)
-		t.Error = "The pending turn could not be loaded."
+	st, problem := s.pendingState(ctx, run)
+	if st == nil {
+		t.Error = problem
 		return t
 	}
-	st, err := sus.Decode()
-	if err != nil {
-		s.log.Error("decode suspended state", "run", run.ID, "err", err)
-		t.Error = "The stored state of this run is damaged, so it cannot be approved. An operator can cancel it."
-		return t
-	}
-	previews := map[string]engine.Preview{}
-	for _, p := range st.Previews {
-		previews[p.CallID] = p
-	}
-	reads := 0
-	kinds := make([]engine.CallKind, len(st.Pending))
-	for i, call := range st.Pending {
-		if kinds[i] = s.rt.CallKind(run.Agent, call); kinds[i] == engine.CallRead {
-			reads++
-		}
-	}
-	for i, call := range st.Pending {
-		ac := apiCall{ID: call.ID, Tool: call.Name, Kind: string(kinds[i]), Arguments: rawArgs(call.Arguments),
-			NeedsApproval: kinds[i] != engine.CallRead || reads == len(st.Pending)}
-		if pv, ok := previews[call.ID]; ok {
-			lines := pv.Lines
+	for _, call := range turnCalls(st, func(tc engine.ToolCall) engine.CallKind { return s.rt.CallKind(run.Agent, tc) }) {
+		ac := apiCall{ID: call.ID, Tool: call.Name, Kind: string(call.Kind), Arguments: rawArgs(call.Arguments),
+			NeedsApproval: !call.Held}
+		if call.HasPreview {
+			lines := call.Preview.Lines
 			if lines == nil {
 				lines = []string{}
 			}
-			ac.Preview = &apiPreview{Text: strings.Join(lines, "\n"), Lines: lines, Warning: pv.Warning}
+			ac.Preview = &apiPreview{Text: strings.Join(lines, "\n"), Lines: lines, Warning: call.Preview.Warning}
 		}
 		t.Calls = append(t.Calls, ac)
 	}

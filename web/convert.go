@@ -115,26 +115,13 @@ func prettyJSON(s string) string {
 // A read held in a turn with other calls is marked Held, and a preview
 // that could not be made is a warning.
 func card(run engine.Run, st *engine.SuspendedState, kind func(engine.ToolCall) engine.CallKind) *views.ApprovalCard {
-	previews := map[string]engine.Preview{}
-	for _, p := range st.Previews {
-		previews[p.CallID] = p
-	}
-	reads := 0
-	kinds := make([]engine.CallKind, len(st.Pending))
-	for i, call := range st.Pending {
-		kinds[i] = kind(call)
-		if kinds[i] == engine.CallRead {
-			reads++
-		}
-	}
 	c := &views.ApprovalCard{RunID: run.ID, Digest: run.PendingDigest}
-	for i, call := range st.Pending {
-		pv := previews[call.ID]
+	for _, call := range turnCalls(st, kind) {
 		pc := views.PendingCall{ID: call.ID, Tool: call.Name, ArgsPretty: prettyJSON(call.Arguments), Args: argViews(call.Arguments),
-			Preview: pv.Lines, PreviewWarning: pv.Warning, Kind: string(kinds[i]), Verdict: string(engine.VerdictApprove),
-			Held: kinds[i] == engine.CallRead && reads < len(st.Pending)}
+			Preview: call.Preview.Lines, PreviewWarning: call.Preview.Warning, Kind: string(call.Kind),
+			Verdict: string(engine.VerdictApprove), Held: call.Held}
 		pc.EditArgs = pc.ArgsPretty // an edit starts from what the model proposed
-		if pc.Kind == string(engine.CallQuestion) {
+		if call.Kind == engine.CallQuestion {
 			pc.Verdict = string(engine.VerdictAnswer)
 			pc.Question, pc.Options = questionOf(call.Arguments)
 		}

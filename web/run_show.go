@@ -68,16 +68,9 @@ func (s *server) approvalCard(c echo.Context, run engine.Run) *views.ApprovalCar
 	if run.Status != engine.StatusWaiting {
 		return nil
 	}
-	sus, err := s.db.SuspendedState(c.Request().Context(), run.ID)
-	if err != nil {
-		s.log.Error("load suspended state", "run", run.ID, "err", err)
-		return &views.ApprovalCard{RunID: run.ID, Digest: run.PendingDigest, Error: "The pending turn could not be loaded."}
-	}
-	st, err := sus.Decode()
-	if err != nil {
-		s.log.Error("decode suspended state", "run", run.ID, "err", err)
-		return &views.ApprovalCard{RunID: run.ID, Digest: run.PendingDigest, CSRF: csrfToken(c),
-			Error: "The stored state of this run is damaged, so it cannot be approved. An operator can cancel it."}
+	st, problem := s.pendingState(c.Request().Context(), run)
+	if st == nil {
+		return &views.ApprovalCard{RunID: run.ID, Digest: run.PendingDigest, CSRF: csrfToken(c), Error: problem}
 	}
 	card := card(run, st, func(tc engine.ToolCall) engine.CallKind { return s.rt.CallKind(run.Agent, tc) })
 	card.CSRF = csrfToken(c)

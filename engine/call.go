@@ -44,7 +44,7 @@ func (l *Loop) run(ctx context.Context, call ToolCall, ed *edit, waived string) 
 	}
 	write := NeedsApproval(t)
 	c := call
-	started := Event{Kind: EventToolStarted, Call: &c, Write: write, WaivedBy: waived}
+	started := Event{Kind: EventToolStarted, Call: &c, Write: write, External: write && HintsOf(t).External, WaivedBy: waived}
 	if ed != nil {
 		started.Original, started.EditedBy = ed.original, ed.by
 	}
@@ -76,6 +76,12 @@ func (l *Loop) run(ctx context.Context, call ToolCall, ed *edit, waived string) 
 		return Invocation{}, err
 	}
 	l.fault(FaultToolFinished)
+	if write && errors.Is(callErr, ErrWriteInDoubt) {
+		// The tool cannot say whether the write happened (its server went
+		// away during the call): the run ends as a crash there would end it,
+		// and the call is never made again.
+		return Invocation{}, &RunError{Termination: TermInterrupted, Err: fmt.Errorf("tool %s (call %s): %w; it is never run again", call.Name, call.ID, callErr)}
+	}
 	if panicked {
 		return Invocation{}, &RunError{Termination: TermToolError, Err: fmt.Errorf("tool %s: %w", call.Name, callErr)}
 	}

@@ -265,9 +265,23 @@ func (r *Runtime) CallKind(agent string, call ToolCall) CallKind {
 	return KindOf(agentTool(a, call.Name))
 }
 
+// ToolHints returns the hints of the agent's tool of that name as it is
+// offered now, and false when the agent or the tool is not.
+func (r *Runtime) ToolHints(agent, name string) (ToolHints, bool) {
+	a, ok := r.agents[agent]
+	if !ok {
+		return ToolHints{}, false
+	}
+	t := agentTool(a, name)
+	if t == nil {
+		return ToolHints{}, false
+	}
+	return HintsOf(t), true
+}
+
 // agentTool returns the agent's tool with that name, or nil.
 func agentTool(a Agent, name string) Tool {
-	for _, t := range a.Tools {
+	for _, t := range a.OfferedTools() {
 		if t.Name() == name {
 			return t
 		}

@@ -94,6 +94,10 @@ type Event struct {
 	// Outcome says why a call was answered without running it.
 	Call  *ToolCall `json:"call,omitempty"`
 	Write bool      `json:"write,omitempty"`
+	// External marks the tool_started fence of a write whose side effects
+	// leave the database (ToolHints.External): the recorder must have it on
+	// disk, synced, before it returns.
+	External bool `json:"external,omitempty"`
 	// Original is what the model proposed for a call an operator edited
 	// (Call holds what ran); EditedBy is who edited it.
 	Original string `json:"original_arguments,omitempty"`

@@ -74,7 +74,7 @@ func (l *Loop) fault(point string) {
 func NewLoop(a Agent, m Model, rec Recorder) *Loop {
 	return &Loop{
 		Model:            m,
-		Tools:            a.Tools,
+		Tools:            a.OfferedTools(),
 		Instructions:     a.Instructions,
 		MaxIterations:    a.MaxIterations,
 		Recorder:         rec,

@@ -28,7 +28,10 @@ type Checkpoint struct {
 
 // ErrWriteInDoubt says an approved side-effecting call was started and never
 // reported finished: it may or may not have happened, so the run must not be
-// continued (at most once for side effects).
+// continued (at most once for side effects). A tool that requires approval
+// returns an error wrapping it when it cannot tell whether its call took
+// effect (its server went away during the call): the loop records the call
+// as failed and ends the run as interrupted during a write.
 var ErrWriteInDoubt = errors.New("a write was interrupted: started but not finished")
 
 // Replay rebuilds the checkpoint of a run from its opening transcript (see

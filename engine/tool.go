@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -59,6 +60,44 @@ func KindOf(t Tool) CallKind {
 	return CallRead
 }
 
+// Toolset is a source of tools that come and go, such as the tools of an
+// MCP server, offered only while the server is up. Tools returns the tools
+// offered now; a loop takes them once when it starts or resumes a run, so a
+// turn that waits for a tool that has gone since is refused at resume as
+// no longer permitted.
+type Toolset interface {
+	Tools() []Tool
+}
+
+// ToolHints is what a tool says of itself to the person deciding its calls
+// and to the fence before them.
+type ToolHints struct {
+	// Source names where the tool comes from, as "MCP server files"; empty
+	// for a built-in tool.
+	Source string
+	// Destructive says a call may overwrite or delete what is there (MCP's
+	// destructiveHint), shown as a badge on the approval card.
+	Destructive bool
+	// External says a call's side effects leave countersign's database: the
+	// tool_started fence before it is committed durably (synced to disk),
+	// not only in order with the database's own writes.
+	External bool
+}
+
+// Hinted is implemented by tools that give hints (see ToolHints).
+type Hinted interface {
+	Hints() ToolHints
+}
+
+// HintsOf returns the hints of t; a tool that gives none has the zero
+// hints, and so has nil.
+func HintsOf(t Tool) ToolHints {
+	if h, ok := t.(Hinted); ok {
+		return h.Hints()
+	}
+	return ToolHints{}
+}
+
 // ArgsChecker checks arguments against a tool's JSON Schema. Its error says,
 // for a person, which field is wrong and why. The engine declares it and
 // stays free of a schema library; the app supplies one.
@@ -76,6 +115,9 @@ type Agent struct {
 	Instructions string
 	// Tools are the tools offered to the model.
 	Tools []Tool
+	// Toolsets offer tools that come and go (an MCP server's), after Tools;
+	// see OfferedTools.
+	Toolsets []Toolset
 	// MaxIterations bounds the model calls of one run; zero means the default.
 	MaxIterations int
 	// SecondApprover (four-eyes) forbids the initiator of a run from
@@ -102,3 +144,26 @@ type Agent struct {
 // grants: not an agent that needs a second approver, whose every write
 // needs two people.
 func (a Agent) AcceptsGrants() bool { return !a.SecondApprover }
+
+// OfferedTools returns the tools the agent offers now: its Tools, then those
+// its Toolsets offer at this moment. A tool whose name an earlier one already
+// has is left out, so a server cannot shadow a built-in tool.
+func (a Agent) OfferedTools() []Tool {
+	if len(a.Toolsets) == 0 {
+		return a.Tools
+	}
+	out := slices.Clone(a.Tools)
+	seen := make(map[string]bool, len(a.Tools))
+	for _, t := range a.Tools {
+		seen[t.Name()] = true
+	}
+	for _, ts := range a.Toolsets {
+		for _, t := range ts.Tools() {
+			if !seen[t.Name()] {
+				seen[t.Name()] = true
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}

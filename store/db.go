@@ -205,6 +205,46 @@ func (db *DB) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 	return nil
 }
 
+// inDurableTx is inTx for a commit that must survive a power loss, not only
+// a crash of the process: the fence before a side effect outside the
+// database. The writer commits it at synchronous=FULL, which syncs the WAL
+// before COMMIT returns (at NORMAL, the rest, a commit may be lost with the
+// power until the next checkpoint), then goes back to NORMAL. It holds the
+// one writer connection throughout, so no other transaction runs between
+// the pragmas.
+func (db *DB) inDurableTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	conn, err := db.w.Connx(ctx)
+	if err != nil {
+		return fmt.Errorf("writer connection: %w", err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "PRAGMA synchronous=FULL"); err != nil {
+		return fmt.Errorf("synchronous=FULL: %w", err)
+	}
+	// Back to NORMAL even when ctx is done. Should it fail, the connection
+	// stays at FULL: slower, never less safe.
+	defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA synchronous=NORMAL") }()
+	tx, err := conn.BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if durableProbe != nil {
+		durableProbe(tx)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// durableProbe, set by tests only, sees a durable transaction before its
+// commit.
+var durableProbe func(tx *sqlx.Tx)
+
 // millis converts t to the stored form.
 func millis(t time.Time) int64 { return t.UnixMilli() }
 

@@ -190,7 +190,15 @@ func (db *DB) AppendEvent(ctx context.Context, id, owner string, ev engine.Event
 		Seq             int64 `db:"last_seq"`
 		CancelRequested bool  `db:"cancel_requested"`
 	}
-	err := db.inTx(ctx, func(tx *sqlx.Tx) error {
+	// The fence before a side effect outside the database must be on disk
+	// before the call is sent; a fence before a write into the database
+	// needs no more than its order in the WAL, since a commit lost with the
+	// power takes every later one with it.
+	tx := db.inTx
+	if ev.Kind == engine.EventToolStarted && ev.External {
+		tx = db.inDurableTx
+	}
+	err := tx(ctx, func(tx *sqlx.Tx) error {
 		// A model turn moves the run's counters on, so a running or waiting
 		// run shows its totals so far; FinishRun writes the final ones.
 		var turns int

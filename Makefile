@@ -3,6 +3,9 @@ GO      ?= go
 BIN     := bin/countersign
 HTMX    := static/vendor/htmx.min.js
 AXE     := node_modules/axe-core/axe.min.js
+# The reference MCP filesystem server of the files agent, from the npm
+# registry like htmx (package-lock.json pins it).
+MCPFS   := node_modules/.bin/mcp-server-filesystem
 # npm ci writes node_modules/.package-lock.json; it marks node_modules as
 # installed from the current package-lock.json.
 NODE_STAMP := node_modules/.package-lock.json
@@ -22,13 +25,13 @@ build: assets
 # into static/vendor at build time; it is never committed. axe-core, a
 # devDependency, stays in node_modules: only the browser tests read it
 # (a11y_browser_test.go injects it into the page), the app never serves it.
-assets: $(HTMX) $(AXE)
+assets: $(HTMX) $(AXE) $(MCPFS)
 
 $(NODE_STAMP): package.json package-lock.json
 	npm ci --include=dev --no-audit --no-fund --loglevel=error
 	touch $@
 
-$(AXE): $(NODE_STAMP)
+$(AXE) $(MCPFS): $(NODE_STAMP)
 	@test -f $@ || { echo "npm ci did not install $@"; exit 1; }
 
 $(HTMX): $(NODE_STAMP)

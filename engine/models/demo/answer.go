@@ -222,6 +222,9 @@ func infinitive(c engine.ToolCall) string {
 	case toolAskOperator:
 		return "ask the operator " + quote(argOf(c, "question"))
 	}
+	if s, ok := fileInfinitive(c); ok {
+		return s
+	}
 	return "call " + c.Name
 }
 
@@ -255,6 +258,9 @@ func pastTense(c engine.ToolCall, content string) string {
 		return "deleted the page " + quote(slugOf(c))
 	case toolAskOperator:
 		return "asked the operator " + quote(argOf(c, "question"))
+	}
+	if s, ok := filePastTense(c); ok {
+		return s
 	}
 	return "called " + c.Name
 }

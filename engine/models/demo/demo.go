@@ -12,7 +12,9 @@
 // the operator's edits (it reports what ran, not what it proposed) and asks
 // the operator (ask_operator, when offered) which page is meant when a
 // prompt names none or one that does not exist, and goes on with the
-// answer.
+// answer. When the agent offers the tools of the MCP filesystem server, it
+// also lists, reads, writes, edits and moves the sandbox's files (see
+// FileExamples).
 package demo
 
 import (
@@ -42,8 +44,9 @@ var _ engine.Model = (*Model)(nil)
 // New returns the demo model.
 func New() *Model { return &Model{} }
 
-// Examples returns the prompts the demo model understands, as the
-// playground offers them.
+// Examples returns the prompts about the demo workspace the demo model
+// understands, as the playground offers them; FileExamples holds those
+// about files.
 func Examples() []string {
 	return []string{
 		"How many words are on the pricing page?",
@@ -79,7 +82,8 @@ func (m *Model) Generate(ctx context.Context, req engine.ModelRequest) (engine.M
 	if !ok {
 		return engine.ModelResponse{}, errNoPrompt
 	}
-	r := decide(conv, plan(conv.prompt), offeredTools(req.Tools))
+	offered := offeredTools(req.Tools)
+	r := decide(conv, planFor(conv.prompt, offered), offered)
 
 	msg := engine.Message{Role: engine.RoleAssistant, Content: r.text}
 	for i, c := range r.calls {

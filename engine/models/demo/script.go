@@ -24,6 +24,8 @@ type script struct {
 	// find, when set, means the page is not known yet: the script is the
 	// one find makes of the conversation.
 	find *finder
+	// unknown marks the answer to a prompt the model does not recognise.
+	unknown bool
 }
 
 // reply is the next assistant message: text and the calls to make.
@@ -542,7 +544,7 @@ func askScript(question string) script {
 }
 
 func unknownScript() script {
-	return script{next: func([]turn) reply {
+	return script{unknown: true, next: func([]turn) reply {
 		var b strings.Builder
 		b.WriteString("I am the demo model: a scripted stand-in, not a language model. " +
 			"I did not recognise that request, so I did nothing. I understand a handful of prompts about the demo workspace, such as:")

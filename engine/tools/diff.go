@@ -165,3 +165,9 @@ func plural(n int, noun string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }
+
+// LineDiff returns the diff of two versions of a text as a preview shows
+// it (see diffLines), for previews of tools outside this package.
+func LineDiff(before, after string) []string {
+	return diffLines(splitLines(before), splitLines(after))
+}

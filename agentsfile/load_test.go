@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -69,7 +70,7 @@ func TestLoadErrors(t *testing.T) {
 		{"null example", agent("examples:", "  -"), []string{"6: examples: want a value, got nothing"}},
 		{"example twice", agent("examples: [Go., Go.]"), []string{`5: examples: "Go." is given twice`}},
 		{"rule for a tool not offered", agent("tools: [get_page]", "rules:", "  - name: r", "    tool: delete_page", "    approval: always"),
-			[]string{`8: rule "r": the agent "a" does not offer the tool "delete_page": add it to its tools or drop the rule`}},
+			[]string{`8: rule "r": the agent "a" does not offer the tool "delete_page": add it to its tools or to an MCP server's tools, or drop the rule`}},
 		{"rule for an unknown tool", agent("tools: [get_page]", "rules:", "  - name: r", "    tool: rm", "    approval: always"),
 			[]string{`8: rule "r": unknown tool "rm"`}},
 		{"rule for a question", agent("tools: [ask_operator]", "rules:", "  - name: r", "    tool: ask_operator", "    approval: never"),
@@ -214,10 +215,22 @@ func TestExampleFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := env()
+	e := mcpEnv()
 	agents, err := Load("docs/agents.example.yaml", data, e)
 	if err != nil {
 		t.Fatal(err)
+	}
+	var servers []string
+	for _, s := range Servers(agents) {
+		c := s.Config()
+		servers = append(servers, fmt.Sprintf("%s/%s %s %v %s %v", c.Agent, c.Name, c.Command, c.Args, c.URL, c.Headers))
+	}
+	if want := []string{"files/filesystem node_modules/.bin/mcp-server-filesystem [/data/sandbox]  map[]",
+		"crm/acme-crm  [] https://mcp.acme.example/mcp map[Authorization:Bearer s3cret]"}; !slices.Equal(servers, want) {
+		t.Errorf("servers\n%s\nwant\n%s", strings.Join(servers, "\n"), strings.Join(want, "\n"))
+	}
+	if _, err := Load("docs/agents.example.yaml", data, env()); err == nil || !strings.Contains(err.Error(), "${ACME_MCP_TOKEN} is not set") {
+		t.Errorf("without the token: %v", err)
 	}
 	a, ok := tools.AgentByName(agents, "support-editor")
 	if !ok || a.ApprovalDeadline != 15*time.Minute || a.MaxIterations != 12 || a.DefaultModel != "demo" {
@@ -248,7 +261,9 @@ func FuzzLoad(f *testing.F) {
 	f.Add(Default())
 	f.Add([]byte(agent("rules:", "  - {name: r, tool: get_page, approval: always, when: 'args.x == 1'}", "tools: [get_page]")))
 	f.Add([]byte("agents:\n  - <<: [*a]\n"))
-	e := env()
+	f.Add([]byte(agent("mcp_servers:", "  - {name: fs, command: '${TOOLS}/x', args: ['$$${DATA_DIR}'], previews: [{tool: w, diff_against: r}]}",
+		"  - {name: h, url: 'https://${ACME_HOST}/mcp', headers: {Authorization: 'Bearer ${ACME_MCP_TOKEN}'}}")))
+	e := mcpEnv()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		agents, err := Load("f.yaml", data, e)
 		if err == nil {

@@ -22,7 +22,7 @@ import (
 // them.
 var (
 	fileKeys  = []string{"agents"}
-	agentKeys = []string{"name", "title", "description", "instructions", "default_model", "tools", "rules",
+	agentKeys = []string{"name", "title", "description", "instructions", "default_model", "tools", "mcp_servers", "rules",
 		"second_approver", "approval_deadline", "max_repeat_denials", "max_iterations", "examples"}
 	ruleKeys = []string{"name", "tool", "approval", "when"}
 )
@@ -180,17 +180,19 @@ func (p *parser) agent(n *yaml.Node) (engine.Agent, int, bool) {
 		}
 	}
 	a.Tools = p.tools(f)
+	servers := p.servers(f, a)
 	a.SecondApprover = p.boolean(f, "second_approver")
 	a.ApprovalDeadline = p.deadline(f)
 	a.MaxRepeatDenials = p.number(f, "max_repeat_denials", MaxRepeatDenials)
 	a.MaxIterations = p.number(f, "max_iterations", MaxIterations)
 	a.Examples = p.examples(f)
-	rules, nodes := p.rules(f, a)
+	rules, nodes := p.rules(f, a, servers)
 	pol := p.policy(a, rules, nodes)
 	if len(p.errs) > before {
 		return a, line, false
 	}
 	a.Policy = pol
+	a.Toolsets = p.build(servers)
 	return a, line, true
 }
 
@@ -201,8 +203,10 @@ type ruleNodes struct {
 }
 
 // rules reads the agent's rules and checks their tools against the ones a
-// offers.
-func (p *parser) rules(f map[string]entry, a engine.Agent) ([]policy.Rule, []ruleNodes) {
+// offers: its built-in tools, and those of its MCP servers. A server's tools
+// are not known before it starts, so a tool no built-in and no server's
+// tools list names is taken to be one of a server that lists none.
+func (p *parser) rules(f map[string]entry, a engine.Agent, servers []server) ([]policy.Rule, []ruleNodes) {
 	e, ok := f["rules"]
 	if !ok {
 		return nil, nil
@@ -222,13 +226,19 @@ func (p *parser) rules(f map[string]entry, a engine.Agent) ([]policy.Rule, []rul
 			When: p.text(rf, "when")}
 		if te, ok := rf["tool"]; ok && r.Tool != "" {
 			t, known := p.env.Tools[r.Tool]
+			served := slices.ContainsFunc(servers, func(s server) bool { return s.offers(r.Tool) })
 			switch {
+			case builtin(a, r.Tool):
+				if engine.KindOf(t) == engine.CallQuestion {
+					p.errorf(te.value.Line, "rule %q: %s asks the operator a question, which always waits for an answer: no rule applies to it", r.Name, r.Tool)
+				}
+			case served:
 			case !known:
-				p.errorf(te.value.Line, "rule %q: unknown tool %q (the tools are %s)", r.Name, r.Tool, p.toolNames())
-			case !slices.ContainsFunc(a.Tools, func(t engine.Tool) bool { return t.Name() == r.Tool }):
-				p.errorf(te.value.Line, "rule %q: the agent %q does not offer the tool %q: add it to its tools or drop the rule", r.Name, a.Name, r.Tool)
-			case engine.KindOf(t) == engine.CallQuestion:
-				p.errorf(te.value.Line, "rule %q: %s asks the operator a question, which always waits for an answer: no rule applies to it", r.Name, r.Tool)
+				p.errorf(te.value.Line, "rule %q: unknown tool %q (the tools are %s; a tool of an MCP server counts when the server lists it under tools)",
+					r.Name, r.Tool, p.toolNames())
+			default:
+				p.errorf(te.value.Line, "rule %q: the agent %q does not offer the tool %q: add it to its tools or to an MCP server's tools, or drop the rule",
+					r.Name, a.Name, r.Tool)
 			}
 		}
 		rules = append(rules, r)
@@ -439,7 +449,7 @@ type entry struct {
 }
 
 // mapping reads the keys of n, which must be a mapping whose keys are all
-// known. A merge key (<<) brings in the keys of the mappings it names, which
+// known (any key when known is nil). A merge key (<<) brings in the keys of the mappings it names, which
 // the mapping's own keys override.
 func (p *parser) mapping(n *yaml.Node, what string, known []string) (map[string]entry, bool) {
 	n = deref(n)
@@ -474,7 +484,7 @@ func (p *parser) pairs(n *yaml.Node, what string, known []string, out map[string
 			p.errorf(k.Line, "%s: the key %s is given twice (the first at line %d)", what, k.Value, first.key.Line)
 			continue
 		}
-		if !slices.Contains(known, k.Value) {
+		if known != nil && !slices.Contains(known, k.Value) {
 			p.errorf(k.Line, "%s: unknown key %q (the keys are %s)", what, k.Value, strings.Join(known, ", "))
 			continue
 		}

@@ -65,6 +65,19 @@ type AgentOption struct {
 	// SecondApprover says this agent's writes need an approver other than
 	// the person who started the run.
 	SecondApprover bool
+	// Servers are the agent's MCP servers and where each stands.
+	Servers []ServerStatus
+}
+
+// ServerStatus is where one MCP server of an agent stands.
+type ServerStatus struct {
+	// Name and Target (its command or URL) say which server it is.
+	Name, Target string
+	// State is "connecting", "up", "down" or "closed"; Label says it for
+	// people ("up · 14 tools").
+	State, Label string
+	// Detail says why a server is down and when it is tried again.
+	Detail string
 }
 
 // ModelOption is a model the playground offers.
@@ -100,6 +113,9 @@ type RunView struct {
 	// Audit says whether the run's audit record is intact; nil shows
 	// nothing.
 	Audit *AuditStatus
+	// Servers are the MCP servers of the run's agent, where each stands
+	// now; empty for an agent without any.
+	Servers []ServerStatus
 }
 
 // RunHeader is the summary at the top of the run page.
@@ -254,6 +270,11 @@ type PendingCall struct {
 	Held bool
 	// Kind is "read", "write", "question" or "unknown".
 	Kind string
+	// Destructive marks a write that may overwrite or delete (an MCP
+	// tool's destructiveHint); Source says where its tool comes from
+	// ("MCP server filesystem"), empty for a built-in tool.
+	Destructive bool
+	Source      string
 	// Question and Options are what a question to the operator asks.
 	Question string
 	Options  []string

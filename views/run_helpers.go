@@ -152,3 +152,13 @@ func previewsSummary(previews []PreviewView) string {
 	}
 	return s
 }
+
+// anyServerDown reports whether one of ss is not up.
+func anyServerDown(ss []ServerStatus) bool {
+	for _, s := range ss {
+		if s.State != "up" {
+			return true
+		}
+	}
+	return false
+}

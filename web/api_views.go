@@ -80,6 +80,11 @@ type apiCall struct {
 	// NeedsApproval is false for a read held in a turn with writes: it
 	// runs once the turn is decided, whatever the verdict on it.
 	NeedsApproval bool `json:"needs_approval"`
+	// Destructive marks a write whose tool may overwrite or delete (an MCP
+	// tool's destructiveHint); Source says where the tool comes from ("MCP
+	// server filesystem"), absent for a built-in tool.
+	Destructive bool   `json:"destructive,omitempty"`
+	Source      string `json:"source,omitempty"`
 	// Arguments are the call's arguments: a JSON object as the model gave
 	// it, or a string when they are not valid JSON.
 	Arguments json.RawMessage `json:"arguments"`
@@ -196,9 +201,9 @@ func (s *server) apiTurnOf(ctx context.Context, run engine.Run, user string) *ap
 		t.Error = problem
 		return t
 	}
-	for _, call := range turnCalls(st, func(tc engine.ToolCall) engine.CallKind { return s.rt.CallKind(run.Agent, tc) }) {
+	for _, call := range turnCalls(st, s.callInfo(run.Agent)) {
 		ac := apiCall{ID: call.ID, Tool: call.Name, Kind: string(call.Kind), Arguments: rawArgs(call.Arguments),
-			NeedsApproval: !call.Held}
+			NeedsApproval: !call.Held, Destructive: call.Kind == engine.CallWrite && call.Hints.Destructive, Source: call.Hints.Source}
 		if call.HasPreview {
 			lines := call.Preview.Lines
 			if lines == nil {

@@ -109,17 +109,18 @@ func prettyJSON(s string) string {
 }
 
 // card builds the approval card of a waiting run from its suspended state;
-// kind tells reads, writes and questions apart. Each call preselects the
+// info tells reads, writes and questions apart and gives their tools' hints. Each call preselects the
 // verdict a person most often gives it: approve, or answer for a question.
 //
 // A read held in a turn with other calls is marked Held, and a preview
 // that could not be made is a warning.
-func card(run engine.Run, st *engine.SuspendedState, kind func(engine.ToolCall) engine.CallKind) *views.ApprovalCard {
+func card(run engine.Run, st *engine.SuspendedState, info func(engine.ToolCall) (engine.CallKind, engine.ToolHints)) *views.ApprovalCard {
 	c := &views.ApprovalCard{RunID: run.ID, Digest: run.PendingDigest}
-	for _, call := range turnCalls(st, kind) {
+	for _, call := range turnCalls(st, info) {
 		pc := views.PendingCall{ID: call.ID, Tool: call.Name, ArgsPretty: prettyJSON(call.Arguments), Args: argViews(call.Arguments),
 			Preview: call.Preview.Lines, PreviewWarning: call.Preview.Warning, Kind: string(call.Kind),
-			Verdict: string(engine.VerdictApprove), Held: call.Held}
+			Verdict: string(engine.VerdictApprove), Held: call.Held,
+			Destructive: call.Kind == engine.CallWrite && call.Hints.Destructive, Source: call.Hints.Source}
 		pc.EditArgs = pc.ArgsPretty // an edit starts from what the model proposed
 		if call.Kind == engine.CallQuestion {
 			pc.Verdict = string(engine.VerdictAnswer)

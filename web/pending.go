@@ -41,11 +41,22 @@ type turnCall struct {
 	// Held marks a read held with calls that need a person: it runs with
 	// the turn's decision, needing none of its own.
 	Held bool
+	// Hints are what the call's tool says of itself, as offered now.
+	Hints engine.ToolHints
 }
 
-// turnCalls lists the pending calls of st in order; kind tells reads,
-// writes and questions apart.
-func turnCalls(st *engine.SuspendedState, kind func(engine.ToolCall) engine.CallKind) []turnCall {
+// callInfo returns how turnCalls tells the calls of agent's turns apart: by
+// the kind and the hints of their tools as the agent offers them now.
+func (s *server) callInfo(agent string) func(engine.ToolCall) (engine.CallKind, engine.ToolHints) {
+	return func(tc engine.ToolCall) (engine.CallKind, engine.ToolHints) {
+		h, _ := s.rt.ToolHints(agent, tc.Name)
+		return s.rt.CallKind(agent, tc), h
+	}
+}
+
+// turnCalls lists the pending calls of st in order; info tells reads,
+// writes and questions apart and gives their tools' hints.
+func turnCalls(st *engine.SuspendedState, info func(engine.ToolCall) (engine.CallKind, engine.ToolHints)) []turnCall {
 	previews := make(map[string]engine.Preview, len(st.Previews))
 	for _, p := range st.Previews {
 		previews[p.CallID] = p
@@ -53,7 +64,8 @@ func turnCalls(st *engine.SuspendedState, kind func(engine.ToolCall) engine.Call
 	calls := make([]turnCall, len(st.Pending))
 	reads := 0
 	for i, call := range st.Pending {
-		calls[i].ToolCall, calls[i].Kind = call, kind(call)
+		calls[i].ToolCall = call
+		calls[i].Kind, calls[i].Hints = info(call)
 		calls[i].Preview, calls[i].HasPreview = previews[call.ID]
 		if calls[i].Kind == engine.CallRead {
 			reads++

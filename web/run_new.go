@@ -20,7 +20,7 @@ func (s *server) newRunView(agent, model, prompt string) views.NewRunView {
 	v := views.NewRunView{Agent: agent, Model: model, Prompt: prompt}
 	for _, a := range s.cfg.Agents {
 		v.Agents = append(v.Agents, views.AgentOption{Name: a.Name, Title: a.Title, Description: a.Description,
-			Examples: a.Examples, SecondApprover: s.rt.NeedsSecondApprover(a.Name)})
+			Examples: a.Examples, SecondApprover: s.rt.NeedsSecondApprover(a.Name), Servers: s.servers(a.Name)})
 	}
 	for _, m := range s.cfg.Models {
 		v.Models = append(v.Models, views.ModelOption{Name: m.Name, Description: m.Description})

@@ -46,7 +46,7 @@ func (s *server) runView(c echo.Context, run engine.Run) (views.RunView, error) 
 	operator := hasRole(c, store.RoleOperator)
 	v := views.RunView{Run: headerFor(c, run, s.now()), Steps: steps(evs), Card: s.approvalCard(c, run),
 		CanDecide: operator, CanCancel: operator && !run.Status.Terminal(),
-		Polling: polling(run) || len(evs) == maxPageSteps, Grants: grants}
+		Polling: polling(run) || len(evs) == maxPageSteps, Grants: grants, Servers: s.servers(run.Agent)}
 	if len(evs) > 0 {
 		v.LastSeq = evs[len(evs)-1].Seq
 	}
@@ -72,7 +72,7 @@ func (s *server) approvalCard(c echo.Context, run engine.Run) *views.ApprovalCar
 	if st == nil {
 		return &views.ApprovalCard{RunID: run.ID, Digest: run.PendingDigest, CSRF: csrfToken(c), Error: problem}
 	}
-	card := card(run, st, func(tc engine.ToolCall) engine.CallKind { return s.rt.CallKind(run.Agent, tc) })
+	card := card(run, st, s.callInfo(run.Agent))
 	card.CSRF = csrfToken(c)
 	card.CanDecide = hasRole(c, store.RoleOperator)
 	card.CanApprove = card.CanDecide

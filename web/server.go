@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"countersign/engine"
+	"countersign/engine/mcptools"
 	"countersign/static"
 	"countersign/store"
 	"countersign/views"
@@ -44,8 +45,11 @@ type Config struct {
 	// SignIn throttles failed sign-ins; the zero value takes the defaults
 	// of SignInLimits.
 	SignIn SignInLimits
-	Logger *slog.Logger
-	Now    func() time.Time
+	// Servers, when not nil, returns where the MCP servers of an agent
+	// stand, for the playground and the run page.
+	Servers func(agent string) []mcptools.Status
+	Logger  *slog.Logger
+	Now     func() time.Time
 }
 
 // server holds what the handlers share.

@@ -15,10 +15,12 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"countersign/agentsfile"
 	"countersign/engine"
+	"countersign/engine/mcptools"
 	"countersign/engine/tools"
 	"countersign/static"
 	"countersign/store"
@@ -35,6 +37,10 @@ type Config struct {
 	// DB, when not nil, is an open database used in place of DBPath, for a
 	// program that prepares the database itself; Close leaves it open.
 	DB *store.DB
+	// DataDir is the data directory, ${DATA_DIR} in the agents file, where
+	// the demo sandbox of the file assistant lives; empty is the folder of
+	// DBPath.
+	DataDir string
 	// BcryptCost is the cost of new users' password hashes; zero takes the
 	// store's default. Tests lower it.
 	BcryptCost int
@@ -91,6 +97,8 @@ type App struct {
 	Handler http.Handler
 	// Webhooks delivers the webhook outbox from Start to Close.
 	Webhooks *webhook.Deliverer
+	// Servers are the agents' MCP servers, connected from Start to Close.
+	Servers []*mcptools.Server
 
 	cfg       Config
 	ownDB     bool
@@ -109,6 +117,16 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	}
 	if cfg.Getenv == nil {
 		cfg.Getenv = func(string) string { return "" }
+	}
+	if cfg.DataDir == "" && cfg.DBPath != "" {
+		cfg.DataDir = filepath.Dir(cfg.DBPath)
+	}
+	if cfg.DataDir != "" {
+		dir, err := filepath.Abs(cfg.DataDir)
+		if err != nil {
+			return nil, fmt.Errorf("data directory: %w", err)
+		}
+		cfg.DataDir = dir
 	}
 	a := &App{cfg: cfg, DB: cfg.DB}
 	if a.DB == nil {
@@ -161,9 +179,13 @@ func (a *App) build(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := a.seedSandbox(); err != nil {
+		return err
+	}
 	if a.Agents, err = a.loadAgents(pages); err != nil {
 		return err
 	}
+	a.Servers = servers(a.Agents)
 	// The first admin's password is shown once: only when the rest of the
 	// configuration holds, so a bad agents file or model entry does not
 	// use it up on a start that fails.
@@ -204,7 +226,7 @@ func (a *App) build(ctx context.Context) error {
 	}
 	a.Handler, err = web.New(web.Config{
 		Store: a.DB, Runtime: a.Runtime, Agents: a.Agents, Models: offered, Assets: assets,
-		SessionKey: key, SignIn: cfg.SignIn, Logger: log, Now: cfg.Now,
+		SessionKey: key, SignIn: cfg.SignIn, Servers: a.serverStatus, Logger: log, Now: cfg.Now,
 	})
 	return err
 }
@@ -228,17 +250,29 @@ func (a *App) loadAgents(ws tools.Workspace) ([]engine.Agent, error) {
 	for i, m := range a.Models {
 		models[i] = m.Name
 	}
+	vars := map[string]string{}
+	if cfg.DataDir != "" {
+		vars["DATA_DIR"] = cfg.DataDir
+	}
 	agents, err := agentsfile.Load(name, data, agentsfile.Env{Tools: tools.Catalogue(ws, cfg.Now), Models: models,
-		Grants: a.DB, FourEyes: cfg.FourEyes, Now: cfg.Now, Logger: cfg.Logger})
+		Grants: a.DB, FourEyes: cfg.FourEyes, Getenv: cfg.Getenv, Vars: vars, Now: cfg.Now, Logger: cfg.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("agents file: %w", err)
 	}
 	return agents, nil
 }
 
-// Start starts the runtime's workers, the webhook deliveries and, with a
-// Retention, the hourly purge of older finished runs. Call it once.
+// Start connects the MCP servers, then starts the runtime's workers, the
+// webhook deliveries and, with a Retention, the hourly purge of older
+// finished runs. Call it once.
+//
+// It waits for each server's first attempt to connect (bounded by its
+// connect timeout) before the workers start, so that a run recovered at
+// start is offered the tools of the servers that are up rather than
+// refused them while they connect. A server that does not come up is
+// retried in the background.
 func (a *App) Start() {
+	a.startServers()
 	a.Runtime.Start()
 	a.Webhooks.Start()
 	if a.cfg.Retention <= 0 || a.stopPurge != nil {
@@ -253,8 +287,8 @@ func (a *App) Start() {
 }
 
 // Close shuts down in reverse order: the webhook deliveries (waiting for
-// the attempts in flight), the purge, the runtime, then the database unless
-// it came open in Config.DB.
+// the attempts in flight), the purge, the runtime, the MCP servers, then the
+// database unless it came open in Config.DB.
 func (a *App) Close() error {
 	a.Webhooks.Close()
 	if a.stopPurge != nil {
@@ -262,6 +296,7 @@ func (a *App) Close() error {
 		<-a.purged
 	}
 	a.Runtime.Close()
+	a.closeServers()
 	if !a.ownDB {
 		return nil
 	}

@@ -24,6 +24,7 @@ import (
 	"countersign/app/apptest"
 	"countersign/engine"
 	"countersign/engine/models/demo"
+	"countersign/engine/tools"
 	"countersign/store"
 )
 
@@ -65,6 +66,8 @@ type appOptions struct {
 	fourEyes  bool
 	noWorkers bool
 	now       func() time.Time
+	agents    func(tools.Workspace, func() time.Time) []engine.Agent
+	models    []app.Model
 }
 
 // appOption configures newTestApp.
@@ -77,6 +80,12 @@ func withFourEyes() appOption { return func(o *appOptions) { o.fourEyes = true }
 // test puts them (queued, running, waiting) and a decision claims a run that
 // no worker ever resumes.
 func withoutWorkers() appOption { return func(o *appOptions) { o.noWorkers = true } }
+
+// withAgents gives the app these agents and models in place of the agents
+// file and the demo model.
+func withAgents(agents func(tools.Workspace, func() time.Time) []engine.Agent, models ...app.Model) appOption {
+	return func(o *appOptions) { o.agents, o.models = agents, models }
+}
 
 // withClock gives the app the clock now in place of time.Now.
 func withClock(now func() time.Time) appOption { return func(o *appOptions) { o.now = now } }
@@ -102,6 +111,7 @@ func newTestApp(t testing.TB, opts ...appOption) *testApp {
 	path := filepath.Join(t.TempDir(), "cs.db")
 	a, err := app.New(context.Background(), app.Config{
 		DBPath: path, BcryptCost: bcrypt.MinCost, SessionKey: []byte(testSessionKey), FourEyes: o.fourEyes, Now: o.now,
+		Agents: o.agents, Models: o.models,
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {

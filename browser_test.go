@@ -38,6 +38,8 @@ type testServer struct {
 	// Password is the admin password logged on the first start, or "" when
 	// the database already had users.
 	Password string
+	// dbPath is the database file; its folder is the data directory.
+	dbPath string
 
 	out    *apptest.Buffer
 	cancel context.CancelFunc
@@ -60,7 +62,7 @@ func startServer(t *testing.T, dbPath string) *testServer {
 		"COUNTERSIGN_ADDR": "127.0.0.1:0",
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &testServer{out: &apptest.Buffer{}, cancel: cancel, exited: make(chan struct{})}
+	s := &testServer{out: &apptest.Buffer{}, cancel: cancel, exited: make(chan struct{}), dbPath: dbPath}
 	go func() {
 		defer close(s.exited)
 		s.err = run(ctx, []string{"countersign", "serve"}, envOf(vars), s.out)

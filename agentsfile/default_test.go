@@ -4,21 +4,28 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"countersign/engine"
+	"countersign/engine/mcptools"
 	"countersign/engine/models/demo"
 	"countersign/engine/tools"
 )
 
 var fixedNow = func() time.Time { return time.Date(2026, time.March, 1, 12, 0, 0, 0, time.UTC) }
 
+// dataDir is the DATA_DIR the app gives the built-in file in the tests.
+const dataDir = "/var/lib/countersign"
+
 // loadDefault loads the built-in file over ws, with grants when not nil.
 func loadDefault(t *testing.T, ws tools.Workspace, grants *allGrants) []engine.Agent {
 	t.Helper()
-	env := Env{Tools: tools.Catalogue(ws, fixedNow), Models: []string{demo.Name}, Now: fixedNow}
+	env := Env{Tools: tools.Catalogue(ws, fixedNow), Models: []string{demo.Name}, Now: fixedNow,
+		Vars: map[string]string{"DATA_DIR": dataDir}}
 	if grants != nil {
 		env.Grants = grants
 	}
@@ -38,7 +45,7 @@ func toolNames(ts []engine.Tool) []string {
 }
 
 // The built-in file holds the presets engine/tools keeps in Go for the
-// engine's tests, unchanged, and adds editor-quick.
+// engine's tests, unchanged, and adds editor-quick and files.
 func TestDefaultFile(t *testing.T) {
 	ws := tools.NewMemory(fixedNow, tools.SeedPages()...)
 	agents := loadDefault(t, ws, nil)
@@ -46,7 +53,7 @@ func TestDefaultFile(t *testing.T) {
 	for _, a := range agents {
 		names = append(names, a.Name)
 	}
-	if want := []string{"editor", "editor-4eyes", "researcher", "editor-quick"}; !slices.Equal(names, want) {
+	if want := []string{"editor", "editor-4eyes", "researcher", "editor-quick", "files"}; !slices.Equal(names, want) {
 		t.Fatalf("agents %v, want %v", names, want)
 	}
 	for _, g := range tools.Agents(ws, fixedNow) {
@@ -64,16 +71,81 @@ func TestDefaultFile(t *testing.T) {
 	if r, _ := tools.AgentByName(agents, "researcher"); r.Policy != nil {
 		t.Error("the researcher has a policy without rules or grants")
 	}
+	if n := len(Servers(agents)); n != 1 {
+		t.Errorf("%d MCP servers, want the file assistant's one", n)
+	}
+}
+
+// The file assistant reaches the sandbox under DATA_DIR through the
+// reference filesystem server, with previews of its writes and edits, and
+// creates folders without asking.
+func TestDefaultFileAssistant(t *testing.T) {
+	ws := tools.NewMemory(fixedNow, tools.SeedPages()...)
+	agents := loadDefault(t, ws, nil)
+	files, ok := tools.AgentByName(agents, "files")
+	if !ok {
+		t.Fatal("no agent files")
+	}
+	if want := []string{"ask_operator", "current_time"}; !slices.Equal(toolNames(files.Tools), want) {
+		t.Errorf("tools %v, want %v", toolNames(files.Tools), want)
+	}
+	if len(files.Toolsets) != 1 {
+		t.Fatalf("%d toolsets", len(files.Toolsets))
+	}
+	cfg := Servers(agents)[0].Config()
+	want := mcptools.ServerConfig{Agent: "files", Name: "filesystem", Command: "node_modules/.bin/mcp-server-filesystem",
+		Args: []string{dataDir + "/sandbox"}, Previews: map[string]mcptools.PreviewSpec{
+			"edit_file":  {DryRun: "dryRun"},
+			"write_file": {DiffAgainst: "read_text_file", PathArg: "path", ContentArg: "content"},
+		}}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Errorf("server config\n %+v\nwant\n %+v", cfg, want)
+	}
+	if files.Policy == nil {
+		t.Fatal("no policy")
+	}
+	res, err := files.Policy.Check(context.Background(), engine.PolicyCall{RunID: "r", Agent: "files", Initiator: "olga", Marked: true,
+		Call: engine.ToolCall{Name: "create_directory", Arguments: `{"path":"archive/2026"}`}})
+	if err != nil || res != (engine.PolicyResult{Rule: "folders-are-harmless"}) {
+		t.Errorf("create_directory: %+v, %v", res, err)
+	}
+	res, err = files.Policy.Check(context.Background(), engine.PolicyCall{RunID: "r", Agent: "files", Initiator: "olga", Marked: true,
+		Call: engine.ToolCall{Name: "write_file", Arguments: `{"path":"a.txt","content":"x"}`}})
+	if err != nil || res != (engine.PolicyResult{Person: true}) {
+		t.Errorf("write_file: %+v, %v", res, err)
+	}
+}
+
+// Without DATA_DIR the built-in file does not load: the sandbox would be
+// a folder nobody chose.
+func TestDefaultFileNeedsDataDir(t *testing.T) {
+	ws := tools.NewMemory(fixedNow, tools.SeedPages()...)
+	_, err := Load(DefaultName, Default(), Env{Tools: tools.Catalogue(ws, fixedNow), Models: []string{demo.Name}})
+	if err == nil || !strings.Contains(err.Error(), `MCP server "filesystem": args: ${DATA_DIR} is not set`) {
+		t.Fatalf("error %v", err)
+	}
 }
 
 // Every example of every preset is one the demo model plans, with the
-// agent's tools.
+// agent's tools. The tools of an MCP server are known once it runs: the
+// file assistant's examples are planned with the names of the tools the
+// reference filesystem server lists (its tests plan them against the
+// server itself).
 func TestDefaultExamplesArePlanned(t *testing.T) {
 	ws := tools.NewMemory(fixedNow, tools.SeedPages()...)
+	fsTools := []string{"read_text_file", "read_multiple_files", "write_file", "edit_file", "create_directory",
+		"list_directory", "directory_tree", "move_file", "search_files", "get_file_info"}
 	for _, a := range loadDefault(t, ws, nil) {
 		var specs []engine.ToolSpec
 		for _, tl := range a.Tools {
 			specs = append(specs, engine.ToolSpec{Name: tl.Name(), Description: tl.Description(), Parameters: tl.Schema()})
+		}
+		known := demo.Examples()
+		if len(a.Toolsets) > 0 {
+			for _, name := range fsTools {
+				specs = append(specs, engine.ToolSpec{Name: name, Parameters: json.RawMessage(`{"type":"object"}`)})
+			}
+			known = demo.FileExamples()
 		}
 		for _, e := range a.Examples {
 			resp, err := demo.New().Generate(context.Background(), engine.ModelRequest{
@@ -84,7 +156,7 @@ func TestDefaultExamplesArePlanned(t *testing.T) {
 			if len(resp.Message.ToolCalls) == 0 {
 				t.Errorf("%s: %q is not planned: %s", a.Name, e, resp.Message.Content)
 			}
-			if !slices.Contains(demo.Examples(), e) {
+			if !slices.Contains(known, e) {
 				t.Errorf("%s: %q is not among the demo model's examples", a.Name, e)
 			}
 		}
@@ -246,7 +318,7 @@ func TestDefaultGrants(t *testing.T) {
 
 	// With four-eyes for every agent, no agent takes grants.
 	agents, err := Load(DefaultName, Default(), Env{Tools: tools.Catalogue(ws, fixedNow), Models: []string{demo.Name},
-		Grants: grants, FourEyes: true})
+		Grants: grants, FourEyes: true, Vars: map[string]string{"DATA_DIR": dataDir}})
 	if err != nil {
 		t.Fatal(err)
 	}

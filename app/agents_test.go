@@ -43,7 +43,7 @@ func TestDefaultAgentsFile(t *testing.T) {
 	for _, ag := range a.Agents {
 		names = append(names, ag.Name)
 	}
-	if strings.Join(names, " ") != "editor editor-4eyes researcher editor-quick" {
+	if strings.Join(names, " ") != "editor editor-4eyes researcher editor-quick files" {
 		t.Fatalf("agents %v", names)
 	}
 	editor, _ := tools.AgentByName(a.Agents, "editor")

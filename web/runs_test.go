@@ -27,7 +27,7 @@ func TestPlayground(t *testing.T) {
 
 	var names []string
 	page.doc.Find(testid("agent")).Each(func(_ int, s *goquery.Selection) { names = append(names, s.AttrOr("data-agent", "")) })
-	if want := []string{"editor", "editor-4eyes", "researcher", "editor-quick"}; !slices.Equal(names, want) {
+	if want := []string{"editor", "editor-4eyes", "researcher", "editor-quick", "files"}; !slices.Equal(names, want) {
 		t.Errorf("agents %v, want %v", names, want)
 	}
 	examples := 0

@@ -39,7 +39,7 @@ type Config struct {
 	DB *store.DB
 	// DataDir is the data directory, ${DATA_DIR} in the agents file, where
 	// the demo sandbox of the file assistant lives; empty is the folder of
-	// DBPath.
+	// the database file.
 	DataDir string
 	// BcryptCost is the cost of new users' password hashes; zero takes the
 	// store's default. Tests lower it.
@@ -118,7 +118,11 @@ func New(ctx context.Context, cfg Config) (*App, error) {
 	if cfg.Getenv == nil {
 		cfg.Getenv = func(string) string { return "" }
 	}
-	if cfg.DataDir == "" && cfg.DBPath != "" {
+	switch {
+	case cfg.DataDir != "":
+	case cfg.DB != nil:
+		cfg.DataDir = filepath.Dir(cfg.DB.Path())
+	case cfg.DBPath != "":
 		cfg.DataDir = filepath.Dir(cfg.DBPath)
 	}
 	if cfg.DataDir != "" {

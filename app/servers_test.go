@@ -8,6 +8,7 @@ import (
 
 	"countersign/engine/mcptools"
 	"countersign/engine/tools"
+	"countersign/store"
 )
 
 // The sandbox is created with its files on the first start and left as it
@@ -109,5 +110,30 @@ func TestStartConnectsServersFirst(t *testing.T) {
 	a.Close()
 	if st := srv.Status().State; st != mcptools.StateClosed {
 		t.Fatalf("after Close the server is %s, want closed", st)
+	}
+}
+
+// An app over a database opened by its caller takes the data directory
+// from the database's file, so the built-in files agent loads.
+func TestDataDirFromAnOpenDatabase(t *testing.T) {
+	dir := t.TempDir()
+	db, err := store.Open(t.Context(), filepath.Join(dir, "cs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	a, err := New(t.Context(), Config{DB: db, SessionKey: []byte("0123456789abcdef0123456789abcdef-app-test")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if len(a.Servers) != 1 {
+		t.Fatalf("%d servers, want the files agent's", len(a.Servers))
+	}
+	if got := a.Servers[0].Config().Args; len(got) != 1 || got[0] != filepath.Join(dir, SandboxDir) {
+		t.Fatalf("args %v, want %s", got, filepath.Join(dir, SandboxDir))
+	}
+	if _, err := os.Stat(filepath.Join(dir, SandboxDir, "notes.md")); err != nil {
+		t.Fatalf("the sandbox was not seeded beside the database: %v", err)
 	}
 }

@@ -55,6 +55,7 @@ type DB struct {
 	// "database is locked". The busy timeout still covers other processes.
 	db         *sqlx.DB
 	w          *sqlx.DB
+	path       string
 	now        func() time.Time
 	bcryptCost int
 
@@ -64,6 +65,9 @@ type DB struct {
 	dummyOnce sync.Once
 	dummyHash []byte // compared against for unknown users, to even out timing
 }
+
+// Path returns the database file's path as Open was given it.
+func (db *DB) Path() string { return db.path }
 
 // Option configures Open.
 type Option func(*DB)
@@ -108,6 +112,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	writer.SetConnMaxIdleTime(0)
 	writer.SetConnMaxLifetime(0)
 	db := &DB{
+		path:       path,
 		db:         sqldb,
 		w:          writer,
 		now:        time.Now,

@@ -19,6 +19,7 @@ import (
 	"countersign/engine"
 	"countersign/engine/mcptools"
 	"countersign/engine/tools"
+	"countersign/policy"
 )
 
 // notesServer is an in-process MCP server with a read and a destructive
@@ -183,5 +184,51 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("gave up waiting until %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestMCPWriteWaivedByARule lets an MCP server's write run without a person
+// under an agent's rule, by its name as for a built-in tool: the run never
+// waits, the server gets the call once, and the fence names the rule and
+// says the side effect leaves the database.
+func TestMCPWriteWaivedByARule(t *testing.T) {
+	t.Parallel()
+	notes := newNotesServer()
+	agents := func(tools.Workspace, func() time.Time) []engine.Agent {
+		srv := mcptools.New(mcptools.ServerConfig{Agent: "noter", Name: "notes"},
+			mcptools.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Transport: notes.transport})
+		pol, err := policy.New(policy.Config{Agent: "noter", Rules: []policy.Rule{
+			{Name: "notes-are-cheap", Tool: "write_note", Approval: policy.Never, When: `args.text == "hello"`}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []engine.Agent{{Name: "noter", Title: "Noter", Instructions: "Write notes.", Toolsets: []engine.Toolset{srv}, Policy: pol}}
+	}
+	a := newTestApp(t, withAgents(agents, app.Model{Name: "notes-model", Model: noteModel{}}))
+	r, err := a.rt.StartRun(context.Background(), engine.NewRun{Agent: "noter", Model: "notes-model", Prompt: "note hello", InitiatedBy: olgaName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done := a.waitTerminal(r.ID); done.Status != engine.StatusCompleted {
+		t.Fatalf("run %s (%s: %s), want completed without waiting", done.Status, done.Termination, done.Error)
+	}
+	if w := notes.written(); len(w) != 1 || w[0] != `{"text":"hello"}` {
+		t.Fatalf("the server received %v, want the write once", w)
+	}
+	evs, err := a.db.Events(context.Background(), r.ID, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fences []engine.Event
+	for _, ev := range evs {
+		if ev.Event.Kind == engine.EventSuspended {
+			t.Fatal("the run waited for a person")
+		}
+		if ev.Event.Kind == engine.EventToolStarted {
+			fences = append(fences, ev.Event)
+		}
+	}
+	if len(fences) != 1 || fences[0].WaivedBy != "rule notes-are-cheap" || !fences[0].External {
+		t.Fatalf("fences = %+v, want one external fence waived by the rule", fences)
 	}
 }

@@ -50,10 +50,20 @@ func (t previewTool) dryRun(ctx context.Context, fields map[string]json.RawMessa
 	if res.IsError {
 		return nil, fmt.Errorf("dry run: %w", resultError(text))
 	}
-	if lines := splitLines(text); len(lines) > 0 {
+	if lines := unfence(splitLines(text)); len(lines) > 0 {
 		return lines, nil
 	}
 	return []string{"(the dry run said nothing)"}, nil
+}
+
+// unfence drops the Markdown code fence that wraps a whole text, as the
+// reference filesystem server wraps its diffs ("```diff" … "```"): the card
+// shows the preview as code already.
+func unfence(lines []string) []string {
+	if len(lines) >= 2 && strings.HasPrefix(lines[0], "```") && strings.TrimSpace(lines[len(lines)-1]) == "```" {
+		return lines[1 : len(lines)-1]
+	}
+	return lines
 }
 
 // diffAgainst reads what the call would replace with the spec's tool and

@@ -238,3 +238,17 @@ func TestHasBoolArg(t *testing.T) {
 		}
 	}
 }
+
+func TestUnfence(t *testing.T) {
+	for _, c := range []struct{ in, want []string }{
+		{[]string{"```diff", "-a", "+b", "```"}, []string{"-a", "+b"}},
+		{[]string{"```", "```"}, []string{}},
+		{[]string{"-a", "+b"}, []string{"-a", "+b"}},
+		{[]string{"```diff", "-a"}, []string{"```diff", "-a"}}, // not closed: left as it is
+		{[]string{"-a", "```"}, []string{"-a", "```"}},
+	} {
+		if got := unfence(c.in); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("unfence(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

@@ -36,7 +36,8 @@ const (
 
 // TestScreenshots fills a fresh server with a dozen runs that ended in
 // different ways and four that wait, then takes the run view of a finished
-// run, the approval card of a waiting mixed turn, the inbox and the history.
+// run, the approval card of a waiting mixed turn, the inbox, the card of a
+// write to the files agent's MCP server and the history.
 func TestScreenshots(t *testing.T) {
 	t.Parallel()
 	dir := *screenshotsDir
@@ -87,6 +88,14 @@ func TestScreenshots(t *testing.T) {
 	b.navigate(srv.URL + "/inbox")
 	b.waitUntil("the inbox badge to count 4 waiting runs", `document.querySelector("[data-testid=inbox-badge]")?.textContent.trim() === "4"`)
 	b.saveShot(dir, "inbox.png", "", 0)
+
+	// A write of an MCP server, started after the inbox's picture: the
+	// files agent's edit, previewed by the filesystem server's dry run.
+	edit := op.start("files", "In todo.md, replace buy milk with buy oat milk.")
+	op.wait(edit, "waiting_for_approval")
+	b.navigate(srv.URL + edit)
+	b.waitUntil("the edit's dry-run diff on the card", `document.querySelector("[data-testid=approval-card] [data-testid=preview]")?.textContent.includes("buy oat milk")`)
+	b.saveShot(dir, "mcp-card.png", cardSel, 12)
 
 	b.navigate(srv.URL + "/runs")
 	if n, want := b.count(`[data-testid=run-row]`), len(op.started); n != want {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"countersign/engine/mcptools"
@@ -100,6 +101,18 @@ func TestStartConnectsServersFirst(t *testing.T) {
 	}
 	if !slices.Contains(names, "read_text_file") || !slices.Contains(names, "write_file") {
 		t.Fatalf("offered tools %v", names)
+	}
+	// An operator's edit is checked against the server's own JSON Schema.
+	for _, tl := range files.OfferedTools() {
+		if tl.Name() != "write_file" {
+			continue
+		}
+		if err := checkArgs(tl.Schema(), []byte(`{"path":"a.txt","content":"x"}`)); err != nil {
+			t.Fatalf("write_file's schema refuses good arguments: %v", err)
+		}
+		if err := checkArgs(tl.Schema(), []byte(`{"path":1,"content":"x"}`)); err == nil || !strings.Contains(err.Error(), "/path") {
+			t.Fatalf("write_file's schema on a number path: %v, want an error at /path", err)
+		}
 	}
 	if got := a.serverStatus("files"); len(got) != 1 || got[0].Name != "filesystem" {
 		t.Fatalf("status of files' servers = %+v", got)

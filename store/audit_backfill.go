@@ -45,7 +45,7 @@ func (db *DB) backfillAudit(ctx context.Context) error {
 			return fmt.Errorf("audit backfill: %w", err)
 		}
 		for done := 0; done < len(ids); {
-			err := db.inTx(ctx, func(tx *sqlx.Tx) error {
+			err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 				for runs, hashed := 0, 0; done < len(ids) && runs < backfillTxMaxRuns && hashed < backfillTxEvents; runs++ {
 					n, err := chainRun(ctx, tx, ids[done])
 					if err != nil {

@@ -121,7 +121,7 @@ func (db *DB) RevokeGrant(ctx context.Context, id int64, by string, now time.Tim
 		WHERE id = ? AND revoked_at IS NULL
 		RETURNING ` + grantColumns
 	var row grantRow
-	err := db.inTx(ctx, func(tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		err := tx.GetContext(ctx, &row, q, millis(now), by, id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return revokedError(ctx, tx, id)

@@ -325,7 +325,7 @@ func (db *DB) PurgeFinishedBefore(ctx context.Context, cutoff time.Time, batch i
 	for {
 		var n int64
 		start := time.Now()
-		err := db.inTx(ctx, func(tx *sqlx.Tx) error {
+		err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 			res, err := tx.ExecContext(ctx, q, millis(cutoff), batch)
 			if err != nil {
 				return err

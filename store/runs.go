@@ -121,7 +121,7 @@ func (db *DB) CreateRun(ctx context.Context, r engine.NewRun, prompt engine.Even
 		VALUES (?, ?, ?, ?, 'queued', ?, 1, ?, ?)
 		RETURNING ` + runColumns
 	var row runRow
-	err = db.inTx(ctx, func(tx *sqlx.Tx) error {
+	err = db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		ms := millis(now)
 		if err := tx.GetContext(ctx, &row, q, id, r.Agent, r.Model, r.Prompt, r.InitiatedBy, ms, ms); err != nil {
 			return err
@@ -155,7 +155,7 @@ func (db *DB) AcquireRun(ctx context.Context, id, owner string, now, leaseUntil 
 		WHERE id = ? AND (status = 'queued' OR (status = 'running' AND lease_expires_at < ?))
 		RETURNING ` + runColumns
 	var row runRow
-	err := db.inTx(ctx, func(tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		ms := millis(now)
 		err := tx.GetContext(ctx, &row, q, owner, millis(leaseUntil), ms, ms, id, ms)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -190,15 +190,7 @@ func (db *DB) AppendEvent(ctx context.Context, id, owner string, ev engine.Event
 		Seq             int64 `db:"last_seq"`
 		CancelRequested bool  `db:"cancel_requested"`
 	}
-	// The fence before a side effect outside the database must be on disk
-	// before the call is sent; a fence before a write into the database
-	// needs no more than its order in the WAL, since a commit lost with the
-	// power takes every later one with it.
-	tx := db.inTx
-	if ev.Kind == engine.EventToolStarted && ev.External {
-		tx = db.inDurableTx
-	}
-	err := tx(ctx, func(tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		// A model turn moves the run's counters on, so a running or waiting
 		// run shows its totals so far; FinishRun writes the final ones.
 		var turns int
@@ -231,7 +223,7 @@ func (db *DB) RenewLease(ctx context.Context, id, owner string, until time.Time)
 		WHERE id = ? AND status = 'running' AND claimed_by = ?
 		RETURNING cancel_requested`
 	var cancel bool
-	err := db.inTx(ctx, func(tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		err := tx.GetContext(ctx, &cancel, q, millis(until), id, owner)
 		if errors.Is(err, sql.ErrNoRows) {
 			return heldError(ctx, tx, id)
@@ -252,7 +244,7 @@ func (db *DB) SuspendRun(ctx context.Context, id, owner string, s engine.Suspend
 			last_seq = last_seq + 1, updated_at = ?
 		WHERE id = ? AND status = 'running' AND claimed_by = ?
 		RETURNING last_seq`
-	err := db.inTx(ctx, func(tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		var seq int64
 		var deadline any // NULL: the turn waits for ever
 		if !s.DeadlineAt.IsZero() {
@@ -310,7 +302,7 @@ func (db *DB) ClaimRun(ctx context.Context, id string, c engine.Claim) ([]byte, 
 		Seq   int64  `db:"last_seq"`
 		State []byte `db:"suspended_state"`
 	}
-	err := db.inTx(ctx, func(tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		ms := millis(c.Now)
 		err := tx.GetContext(ctx, &res, q, c.Owner, millis(c.LeaseUntil), ms, ms, id, c.Digest)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -375,7 +367,7 @@ func (db *DB) ReleaseRun(ctx context.Context, id, owner string, ev engine.Event,
 		WHERE id = ? AND status = 'running' AND claimed_by = ?
 			AND suspended_state IS NOT NULL AND pending_digest <> ''
 		RETURNING last_seq`
-	err := db.inTx(ctx, func(tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		var seq int64
 		err := tx.GetContext(ctx, &seq, q, millis(now), id, owner)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -434,7 +426,7 @@ func (db *DB) FinishRun(ctx context.Context, id, owner string, f engine.Finish) 
 		Seq int64 `db:"last_seq"`
 		counterRow
 	}
-	err := db.inTx(ctx, func(tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		err := tx.GetContext(ctx, &res, q, f.Status, f.Termination, f.Error,
 			totals[0], totals[1], totals[2], totals[3], ms, ms, id, owner, owner)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -499,7 +491,7 @@ func (db *DB) RequestCancel(ctx context.Context, id string, ev engine.Event, now
 	totals := nullTotals(ev.Totals)
 	ms := millis(now)
 	var cancelled bool
-	err := db.inTx(ctx, func(tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		var res struct {
 			Seq int64 `db:"last_seq"`
 			counterRow

@@ -240,7 +240,7 @@ func TestRolledBackEventLeavesNoDelivery(t *testing.T) {
 	r := runningRun(t, db, "w1")
 	boom := errors.New("boom")
 	var inside int
-	err := db.inTx(ctx, func(tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
 		if err := insertEvent(ctx, tx, r.ID, 99, engine.Event{Kind: engine.EventFailed, Termination: engine.TermModelError}, t0); err != nil {
 			return err
 		}

@@ -1,0 +1,227 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// maxBatch bounds the operations one group commit holds.
+const maxBatch = 256
+
+// commitDelay is how long the writer waits for more writes before it
+// commits a batch, when the last batch held more than one: several runs are
+// in flight, and a commit shared by more of them costs each less (a commit
+// syncs the disk, whatever it holds). A lone writer never waits.
+var commitDelay = 500 * time.Microsecond
+
+// errClosed refuses a write after Close.
+var errClosed = errors.New("store: the database is closed")
+
+// writer is the one goroutine every write transaction of the store goes
+// through: group commit. It takes the operations queued while the last
+// commit was syncing, runs them in one transaction, each in a savepoint of
+// its own so that one that fails undoes only itself, and commits once.
+// Every caller waits for its batch's commit, so none is told "done" before
+// its write is on disk; with one operation at a time, a batch is that one
+// operation and its transaction, as before.
+type writer struct {
+	db   *sqlx.DB // the one writer connection
+	ops  chan *writeOp
+	quit chan struct{}
+	done chan struct{}
+	once sync.Once
+	// batches and ops count the commits and the operations they held,
+	// for the benchmarks.
+	mu             sync.Mutex
+	batches, count int64
+}
+
+// writeOp is one caller's transaction body and what became of it.
+type writeOp struct {
+	ctx  context.Context
+	fn   func(ctx context.Context, tx *sqlx.Tx) error
+	err  error
+	done chan struct{}
+}
+
+func newWriter(db *sqlx.DB) *writer {
+	w := &writer{db: db, ops: make(chan *writeOp), quit: make(chan struct{}), done: make(chan struct{})}
+	go w.loop()
+	return w
+}
+
+// do runs fn in the next batch and returns once the batch has committed or
+// rolled back. A caller whose ctx ends before its operation is taken gets
+// ctx's error and nothing ran. Once taken, the operation runs to its end
+// whatever ctx does (fn is given ctx without its cancellation): a
+// statement interrupted inside a shared transaction would roll back the
+// whole batch.
+func (w *writer) do(ctx context.Context, fn func(ctx context.Context, tx *sqlx.Tx) error) error {
+	op := &writeOp{ctx: ctx, fn: fn, done: make(chan struct{})}
+	select {
+	case w.ops <- op:
+	case <-w.quit:
+		return errClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	<-op.done
+	return op.err
+}
+
+// close stops the loop once the batch in hand is committed.
+func (w *writer) close() {
+	w.once.Do(func() { close(w.quit) })
+	<-w.done
+}
+
+// stats returns the commits made and the operations they held.
+func (w *writer) stats() (batches, ops int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.batches, w.count
+}
+
+func (w *writer) loop() {
+	defer close(w.done)
+	batch := make([]*writeOp, 0, maxBatch)
+	last := 0 // the size of the last batch
+	for {
+		batch = batch[:0]
+		select {
+		case op := <-w.ops:
+			batch = append(batch, op)
+		case <-w.quit:
+			return
+		}
+	more:
+		for len(batch) < maxBatch {
+			select {
+			case op := <-w.ops:
+				batch = append(batch, op)
+			default:
+				break more
+			}
+		}
+		if last > 1 && len(batch) < maxBatch && commitDelay > 0 {
+			// Others were writing at the last commit: give them a moment
+			// to queue and share this one (see commitDelay).
+			timer := time.NewTimer(commitDelay)
+		wait:
+			for len(batch) < maxBatch {
+				select {
+				case op := <-w.ops:
+					batch = append(batch, op)
+				case <-timer.C:
+					break wait
+				}
+			}
+			timer.Stop()
+		}
+		last = len(batch)
+		w.commit(batch)
+		for _, op := range batch {
+			close(op.done)
+		}
+	}
+}
+
+// commit runs a batch in one transaction. A batch of one runs without a
+// savepoint: its failure rolls the transaction back.
+func (w *writer) commit(batch []*writeOp) {
+	tx, err := w.db.BeginTxx(context.Background(), nil)
+	if err != nil {
+		for _, op := range batch {
+			op.err = fmt.Errorf("begin: %w", err)
+		}
+		return
+	}
+	ran := 0
+	for _, op := range batch {
+		if err := op.ctx.Err(); err != nil {
+			op.err = err
+			continue
+		}
+		ctx := context.WithoutCancel(op.ctx)
+		if len(batch) == 1 {
+			op.err = op.fn(ctx, tx)
+			ran++
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `SAVEPOINT op`); err != nil {
+			op.err = fmt.Errorf("savepoint: %w", err)
+			continue
+		}
+		if op.err = op.fn(ctx, tx); op.err != nil {
+			if _, err := tx.ExecContext(ctx, `ROLLBACK TO op`); err != nil {
+				w.fail(tx, batch, fmt.Errorf("roll back to savepoint: %w", err))
+				return
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `RELEASE op`); err != nil {
+			w.fail(tx, batch, fmt.Errorf("release savepoint: %w", err))
+			return
+		}
+		ran++
+	}
+	if len(batch) == 1 && batch[0].err != nil || ran == 0 {
+		_ = tx.Rollback()
+		return
+	}
+	if err := tx.Commit(); err != nil {
+		w.fail(nil, batch, fmt.Errorf("commit: %w", err))
+		return
+	}
+	w.mu.Lock()
+	w.batches++
+	w.count += int64(ran)
+	w.mu.Unlock()
+}
+
+// fail rolls back tx (when not nil) and gives err to every operation of
+// the batch that had not failed on its own: none of them is committed.
+func (w *writer) fail(tx *sqlx.Tx, batch []*writeOp, err error) {
+	if tx != nil {
+		_ = tx.Rollback()
+	}
+	for _, op := range batch {
+		if op.err == nil {
+			op.err = err
+		}
+	}
+}
+
+// CommitRate measures the raw one-row commit rate of the writer connection
+// at the store's settings (WAL, synchronous=FULL): n transactions that each
+// insert one row into a scratch table, one after the other, outside the
+// group commit. The benchmarks divide it by their runs per second: what one
+// cycle costs in raw commits.
+func (db *DB) CommitRate(ctx context.Context, n int) (float64, error) {
+	if _, err := db.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS bench_commit (id INTEGER PRIMARY KEY, at INTEGER NOT NULL)`); err != nil {
+		return 0, fmt.Errorf("commit rate: %w", err)
+	}
+	start := time.Now()
+	for i := range n {
+		tx, err := db.w.BeginTxx(ctx, nil)
+		if err != nil {
+			return 0, fmt.Errorf("commit rate: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO bench_commit (at) VALUES (?)`, i); err != nil {
+			_ = tx.Rollback()
+			return 0, fmt.Errorf("commit rate: %w", err)
+		}
+		if err := tx.Commit(); err != nil {
+			return 0, fmt.Errorf("commit rate: %w", err)
+		}
+	}
+	rate := float64(n) / time.Since(start).Seconds()
+	if _, err := db.w.ExecContext(ctx, `DROP TABLE bench_commit`); err != nil {
+		return 0, fmt.Errorf("commit rate: %w", err)
+	}
+	return rate, nil
+}

@@ -1,0 +1,127 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Every write transaction commits at synchronous=FULL: the WAL is synced
+// before the commit returns.
+func TestWritesAreDurable(t *testing.T) {
+	db := newTestDB(t)
+	var level int
+	err := db.inTx(context.Background(), func(ctx context.Context, tx *sqlx.Tx) error {
+		return tx.GetContext(ctx, &level, `PRAGMA synchronous`)
+	})
+	if err != nil || level != 2 {
+		t.Fatalf("synchronous = %d, %v; want 2 (FULL)", level, err)
+	}
+}
+
+// newCounter gives db a table to count writes in.
+func newCounter(t *testing.T, db *DB) {
+	t.Helper()
+	if _, err := db.db.Exec(`CREATE TABLE gc_test (id INTEGER PRIMARY KEY, n INTEGER NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func countRows(t *testing.T, db *DB, where string) int {
+	t.Helper()
+	var n int
+	if err := db.db.Get(&n, `SELECT count(*) FROM gc_test WHERE `+where); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestGroupCommit queues writes from many goroutines at once: they share
+// commits, each writer is told its own outcome, a write that fails undoes
+// only itself (its savepoint), and every write told done is there.
+func TestGroupCommit(t *testing.T) {
+	db := newTestDB(t)
+	newCounter(t, db)
+	before, _ := db.WriteStats()
+	const n = 400
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			errs[i] = db.inTx(context.Background(), func(ctx context.Context, tx *sqlx.Tx) error {
+				if _, err := tx.ExecContext(ctx, `INSERT INTO gc_test (n) VALUES (?)`, i); err != nil {
+					return err
+				}
+				if i%10 == 0 {
+					return fmt.Errorf("write %d fails after its insert", i)
+				}
+				return nil
+			})
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if (i%10 == 0) != (err != nil) {
+			t.Fatalf("write %d: err %v", i, err)
+		}
+	}
+	if got := countRows(t, db, `n % 10 != 0`); got != n-n/10 {
+		t.Fatalf("%d writes told done are stored, want %d", got, n-n/10)
+	}
+	if got := countRows(t, db, `n % 10 = 0`); got != 0 {
+		t.Fatalf("%d failed writes are stored, want none", got)
+	}
+	after, _ := db.WriteStats()
+	if commits := after - before; commits >= n {
+		t.Fatalf("%d commits for %d concurrent writes: no write shared a commit", commits, n)
+	}
+}
+
+// A write whose context ends before the writer takes it never runs.
+func TestWriteCancelledBeforeItRuns(t *testing.T) {
+	db := newTestDB(t)
+	newCounter(t, db)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO gc_test (n) VALUES (1)`)
+		return err
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if got := countRows(t, db, `1`); got != 0 {
+		t.Fatalf("%d rows written by a cancelled write", got)
+	}
+}
+
+// A write whose context is cancelled while it runs is finished and
+// committed, not interrupted: an interrupted statement would roll back the
+// whole batch it shares.
+func TestWriteCancelledWhileItRuns(t *testing.T) {
+	db := newTestDB(t)
+	newCounter(t, db)
+	ctx, cancel := context.WithCancel(context.Background())
+	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+		cancel()
+		_, err := tx.ExecContext(ctx, `INSERT INTO gc_test (n) VALUES (1)`)
+		return err
+	})
+	if err != nil || countRows(t, db, `1`) != 1 {
+		t.Fatalf("err = %v, rows %d; want the write committed", err, countRows(t, db, `1`))
+	}
+}
+
+// After Close a write is refused, not lost or hung.
+func TestWriteAfterClose(t *testing.T) {
+	db := newTestDB(t)
+	db.Close()
+	err := db.inTx(context.Background(), func(ctx context.Context, tx *sqlx.Tx) error { return nil })
+	if !errors.Is(err, errClosed) {
+		t.Fatalf("err = %v, want errClosed", err)
+	}
+}

@@ -167,6 +167,13 @@ type Recorder interface {
 	Record(ctx context.Context, ev Event) error
 }
 
+// Flusher is implemented by a recorder that holds events back to write
+// several at once. The loop calls Flush before each model call, so that
+// what happened before it is stored before the model is asked.
+type Flusher interface {
+	Flush(ctx context.Context) error
+}
+
 // RecorderFunc adapts a function to the Recorder interface.
 type RecorderFunc func(ctx context.Context, ev Event) error
 

@@ -222,6 +222,9 @@ func (l *Loop) runLoop(ctx context.Context, transcript []Message, iterations int
 		return &Result{Answer: answer, Transcript: transcript, Trace: trace, Iterations: iterations, Usage: usage, Termination: term}
 	}
 	for {
+		if err := l.flush(ctx); err != nil {
+			return result("", ""), err
+		}
 		if err := ctx.Err(); err != nil {
 			return result("", TermCancelled), l.fail(ctx, TermCancelled, err, iterations, usage)
 		}
@@ -344,6 +347,18 @@ func (l *Loop) record(ctx context.Context, ev Event) error {
 	// A step that happened is recorded even when the run is being cancelled.
 	if err := l.Recorder.Record(context.WithoutCancel(ctx), ev); err != nil {
 		return fmt.Errorf("record %s: %w", ev.Kind, err)
+	}
+	return nil
+}
+
+// flush has a recorder that holds events back write them (see Flusher).
+func (l *Loop) flush(ctx context.Context) error {
+	f, ok := l.Recorder.(Flusher)
+	if !ok {
+		return nil
+	}
+	if err := f.Flush(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("record: %w", err)
 	}
 	return nil
 }

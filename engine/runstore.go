@@ -82,7 +82,11 @@ type Finish struct {
 	// transaction; when its Totals are nil the store fills them with the
 	// run's final counters, so the event never records zeros by mistake.
 	Event Event
-	Now   time.Time
+	// Before are events of the run not yet written (the model turn with
+	// the answer, say), appended first in the same transaction; only for a
+	// run owner holds.
+	Before []Event
+	Now    time.Time
 }
 
 // Suspension is what a waiting run stores: its encoded state and the digest
@@ -111,7 +115,10 @@ func (s Suspension) Decode() (*SuspendedState, error) {
 type Suspend struct {
 	Suspension       // the encoded state and the digest of the pending turn
 	Event      Event // the suspended event, appended in the same transaction
-	Now        time.Time
+	// Before are events of the run not yet written (the model turn that
+	// asks for approval, say), appended first in the same transaction.
+	Before []Event
+	Now    time.Time
 	// DeadlineAt is when the turn expires without a decision; zero never.
 	DeadlineAt time.Time
 }
@@ -146,11 +153,12 @@ type RunStore interface {
 	// incremented. It fails with ErrLeaseLost when the run is in neither
 	// state (held by a live lease, waiting or ended).
 	AcquireRun(ctx context.Context, id, owner string, now, leaseUntil time.Time) (Run, error)
-	// AppendEvent appends ev while owner holds the run and renews the lease;
-	// a model turn also adds to the run's counters, so a running or waiting
-	// run shows its totals so far. It returns the new seq (contiguous from 1
+	// AppendEvents appends evs, in order and in one transaction, while
+	// owner holds the run, and renews the lease; a model turn also adds to
+	// the run's counters, so a running or waiting run shows its totals so
+	// far. It returns the seq of the last event (seqs are contiguous from 1
 	// per run) and whether a cancel was requested.
-	AppendEvent(ctx context.Context, id, owner string, ev Event, leaseUntil time.Time) (seq int64, cancelRequested bool, err error)
+	AppendEvents(ctx context.Context, id, owner string, evs []Event, leaseUntil time.Time) (lastSeq int64, cancelRequested bool, err error)
 	// RenewLease sets the lease of a run owner holds to until and reports
 	// whether a cancel was requested. A lease renewed to now expires at once
 	// (used at shutdown so the next start carries the run on).

@@ -192,9 +192,9 @@ func (s *cycleStore) AcquireRun(ctx context.Context, id, owner string, now, unti
 	return run, s.write(start, err)
 }
 
-func (s *cycleStore) AppendEvent(ctx context.Context, id, owner string, ev engine.Event, until time.Time) (int64, bool, error) {
+func (s *cycleStore) AppendEvents(ctx context.Context, id, owner string, evs []engine.Event, until time.Time) (int64, bool, error) {
 	start := time.Now()
-	seq, cancel, err := s.DB.AppendEvent(ctx, id, owner, ev, until)
+	seq, cancel, err := s.DB.AppendEvents(ctx, id, owner, evs, until)
 	return seq, cancel, s.write(start, err)
 }
 

@@ -194,8 +194,12 @@ func (r *Runtime) settle(rec *durableRecorder, res *Result, err error) {
 		return
 	}
 	if err != nil && r.ctx.Err() != nil && !rec.cancelRequested.Load() {
-		// Shut down under the run: expire the lease so the next start's
-		// reaper carries it on at once.
+		// Shut down under the run: write what it did (so the next start
+		// does not ask the model again), then expire the lease so the next
+		// start's reaper carries it on at once.
+		if ferr := rec.Flush(context.Background()); ferr != nil && !errors.Is(ferr, ErrLeaseLost) {
+			r.log.Warn("write events at shutdown", "run", rec.runID, "err", ferr)
+		}
 		expired := r.cfg.Now().Add(-time.Millisecond)
 		if _, lerr := r.cfg.Store.RenewLease(context.Background(), rec.runID, rec.owner, expired); lerr != nil && !errors.Is(lerr, ErrLeaseLost) {
 			r.log.Warn("release lease at shutdown", "run", rec.runID, "err", lerr)
@@ -215,7 +219,8 @@ func (r *Runtime) suspend(rec *durableRecorder, st *SuspendedState) {
 	}
 	blob, err := EncodeState(st)
 	if err == nil {
-		err = r.cfg.Store.SuspendRun(context.Background(), rec.runID, rec.owner, Suspend{Suspension: Suspension{State: blob, Digest: st.Digest()}, Event: ev, Now: now, DeadlineAt: deadlineAt(now, rec.deadline)})
+		err = r.cfg.Store.SuspendRun(context.Background(), rec.runID, rec.owner, Suspend{Suspension: Suspension{State: blob, Digest: st.Digest()},
+			Event: ev, Before: rec.takePending(), Now: now, DeadlineAt: deadlineAt(now, rec.deadline)})
 		if err == nil {
 			r.cancelIfRequested(rec.runID)
 			if rec.deadline > 0 {
@@ -293,6 +298,7 @@ func (r *Runtime) finish(rec *durableRecorder, res *Result, err error) {
 		}
 	}
 	f.Event.At = now
+	f.Before = rec.takePending()
 	if err := r.cfg.Store.FinishRun(context.Background(), rec.runID, rec.owner, f); err != nil {
 		if errors.Is(err, ErrRunTerminal) || errors.Is(err, ErrLeaseLost) {
 			return

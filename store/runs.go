@@ -172,47 +172,74 @@ func (db *DB) AcquireRun(ctx context.Context, id, owner string, now, leaseUntil 
 	return row.run(), nil
 }
 
-// AppendEvent implements engine.RunStore. The seq comes from the run row
-// (last_seq + 1 ... RETURNING), so seqs stay contiguous under concurrent
-// writers.
+// AppendEvent appends one event: AppendEvents with one.
 func (db *DB) AppendEvent(ctx context.Context, id, owner string, ev engine.Event, leaseUntil time.Time) (int64, bool, error) {
+	return db.AppendEvents(ctx, id, owner, []engine.Event{ev}, leaseUntil)
+}
+
+// AppendEvents implements engine.RunStore: the events, in order, in one
+// transaction. The seqs come from the run row (last_seq + n ... RETURNING),
+// so seqs stay contiguous under concurrent writers.
+func (db *DB) AppendEvents(ctx context.Context, id, owner string, evs []engine.Event, leaseUntil time.Time) (int64, bool, error) {
+	var seq int64
+	var cancel bool
+	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+		var err error
+		seq, cancel, err = db.appendEvents(ctx, tx, id, owner, evs, leaseUntil)
+		return err
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("append events to run %s: %w", id, err)
+	}
+	return seq, cancel, nil
+}
+
+// appendEvents appends evs in tx while owner holds the run, renews the
+// lease and adds the model turns among them to the run's counters (so a
+// running or waiting run shows its totals so far; FinishRun writes the
+// final ones). It returns the seq of the last event and whether a cancel
+// was requested.
+func (db *DB) appendEvents(ctx context.Context, tx *sqlx.Tx, id, owner string, evs []engine.Event, leaseUntil time.Time) (int64, bool, error) {
+	if len(evs) == 0 {
+		return 0, false, errors.New("no events to append")
+	}
 	const q = `UPDATE agent_run
-		SET last_seq = last_seq + 1, lease_expires_at = ?, updated_at = ?,
+		SET last_seq = last_seq + ?, lease_expires_at = ?, updated_at = ?,
 			iterations = iterations + ?, prompt_tokens = prompt_tokens + ?,
 			completion_tokens = completion_tokens + ?, total_tokens = total_tokens + ?
 		WHERE id = ? AND status = 'running' AND claimed_by = ?
 		RETURNING last_seq, cancel_requested`
-	at := ev.At
-	if at.IsZero() {
-		at = db.now()
+	ats := make([]time.Time, len(evs))
+	var turns int
+	var u engine.Usage
+	for i, ev := range evs {
+		if ats[i] = ev.At; ats[i].IsZero() {
+			ats[i] = db.now()
+		}
+		if ev.Kind == engine.EventModelTurn {
+			turns++
+			if ev.Usage != nil {
+				u = u.Add(*ev.Usage)
+			}
+		}
 	}
 	var res struct {
 		Seq             int64 `db:"last_seq"`
 		CancelRequested bool  `db:"cancel_requested"`
 	}
-	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
-		// A model turn moves the run's counters on, so a running or waiting
-		// run shows its totals so far; FinishRun writes the final ones.
-		var turns int
-		var u engine.Usage
-		if ev.Kind == engine.EventModelTurn {
-			turns = 1
-			if ev.Usage != nil {
-				u = *ev.Usage
-			}
-		}
-		err := tx.GetContext(ctx, &res, q, millis(leaseUntil), millis(at), turns,
-			u.PromptTokens, u.CompletionTokens, u.TotalTokens, id, owner)
-		if errors.Is(err, sql.ErrNoRows) {
-			return heldError(ctx, tx, id)
-		}
-		if err != nil {
-			return err
-		}
-		return insertEvent(ctx, tx, id, res.Seq, ev, at)
-	})
+	err := tx.GetContext(ctx, &res, q, len(evs), millis(leaseUntil), millis(ats[len(ats)-1]), turns,
+		u.PromptTokens, u.CompletionTokens, u.TotalTokens, id, owner)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, heldError(ctx, tx, id)
+	}
 	if err != nil {
-		return 0, false, fmt.Errorf("append event to run %s: %w", id, err)
+		return 0, false, err
+	}
+	first := res.Seq - int64(len(evs)) + 1
+	for i, ev := range evs {
+		if err := insertEvent(ctx, tx, id, first+int64(i), ev, ats[i]); err != nil {
+			return 0, false, err
+		}
 	}
 	return res.Seq, res.CancelRequested, nil
 }
@@ -245,6 +272,11 @@ func (db *DB) SuspendRun(ctx context.Context, id, owner string, s engine.Suspend
 		WHERE id = ? AND status = 'running' AND claimed_by = ?
 		RETURNING last_seq`
 	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+		if len(s.Before) > 0 {
+			if _, _, err := db.appendEvents(ctx, tx, id, owner, s.Before, s.Now); err != nil {
+				return err
+			}
+		}
 		var seq int64
 		var deadline any // NULL: the turn waits for ever
 		if !s.DeadlineAt.IsZero() {
@@ -427,6 +459,14 @@ func (db *DB) FinishRun(ctx context.Context, id, owner string, f engine.Finish) 
 		counterRow
 	}
 	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+		if len(f.Before) > 0 {
+			if owner == "" {
+				return errors.New("events to append before the end of a run that no worker holds")
+			}
+			if _, _, err := db.appendEvents(ctx, tx, id, owner, f.Before, f.Now); err != nil {
+				return err
+			}
+		}
 		err := tx.GetContext(ctx, &res, q, f.Status, f.Termination, f.Error,
 			totals[0], totals[1], totals[2], totals[3], ms, ms, id, owner, owner)
 		if errors.Is(err, sql.ErrNoRows) {

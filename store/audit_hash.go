@@ -9,6 +9,7 @@ import (
 	"errors"
 	"hash"
 	"strconv"
+	"sync"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -49,13 +50,17 @@ func writeField(h hash.Hash, b []byte) {
 }
 
 // prevHash returns the hash the event seq of run id chains to: AuditGenesis
-// for the first event, else the hash of event seq-1, read by primary key in
-// the transaction that inserts event seq. A previous event that is missing
-// or has no hash (written outside the store after the backfill) gives "",
+// for the first event, else the hash of event seq-1, from the chain heads
+// this store committed (see chainHeads) or else read by primary key in the
+// transaction that inserts event seq. A previous event that is missing or
+// has no hash (written outside the store after the backfill) gives "",
 // which VerifyRun reports at that event, not at this one.
-func prevHash(ctx context.Context, tx *sqlx.Tx, id string, seq int64) (string, error) {
+func (db *DB) prevHash(ctx context.Context, tx *sqlx.Tx, id string, seq int64) (string, error) {
 	if seq <= 1 {
 		return AuditGenesis, nil
+	}
+	if h, ok := db.heads.get(id, seq-1); ok {
+		return h, nil
 	}
 	const q = `SELECT coalesce(hash, '') FROM agent_run_event WHERE run_id = ? AND seq = ?`
 	var prev string
@@ -63,4 +68,45 @@ func prevHash(ctx context.Context, tx *sqlx.Tx, id string, seq int64) (string, e
 		return "", err
 	}
 	return prev, nil
+}
+
+// maxChainHeads bounds the chain heads kept; past it the map starts over.
+const maxChainHeads = 10_000
+
+// chainHeads keeps, per run, the seq and hash of the last event this store
+// committed, so that the next event's link is not read back from the
+// table. An event's hash never changes once committed, so a head is right
+// for as long as it is kept; a run another process appended to since
+// simply misses (its last seq is further on) and is read. Heads are set
+// only after their event's commit (afterCommit): a rolled-back event never
+// leaves one behind.
+type chainHeads struct {
+	mu sync.Mutex
+	m  map[string]chainHead
+}
+
+type chainHead struct {
+	seq  int64
+	hash string
+}
+
+func (c *chainHeads) get(id string, seq int64) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.m[id]
+	if !ok || h.seq != seq {
+		return "", false
+	}
+	return h.hash, true
+}
+
+func (c *chainHeads) set(id string, seq int64, hash string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxChainHeads {
+		c.m = make(map[string]chainHead)
+	}
+	if h, ok := c.m[id]; !ok || h.seq < seq {
+		c.m[id] = chainHead{seq: seq, hash: hash}
+	}
 }

@@ -60,6 +60,7 @@ type DB struct {
 	db         *sqlx.DB
 	w          *sqlx.DB
 	wr         *writer // group commit over w
+	heads      chainHeads
 	path       string
 	now        func() time.Time
 	bcryptCost int

@@ -126,7 +126,7 @@ func (db *DB) CreateRun(ctx context.Context, r engine.NewRun, prompt engine.Even
 		if err := tx.GetContext(ctx, &row, q, id, r.Agent, r.Model, r.Prompt, r.InitiatedBy, ms, ms); err != nil {
 			return err
 		}
-		return insertEvent(ctx, tx, id, 1, prompt, now)
+		return db.insertEvent(ctx, tx, id, 1, prompt, now)
 	})
 	if err != nil {
 		return engine.Run{}, fmt.Errorf("create run: %w", err)
@@ -236,10 +236,12 @@ func (db *DB) appendEvents(ctx context.Context, tx *sqlx.Tx, id, owner string, e
 		return 0, false, err
 	}
 	first := res.Seq - int64(len(evs)) + 1
+	prev, known := "", false
 	for i, ev := range evs {
-		if err := insertEvent(ctx, tx, id, first+int64(i), ev, ats[i]); err != nil {
+		if prev, err = db.insertEventAfter(ctx, tx, id, first+int64(i), ev, ats[i], prev, known); err != nil {
 			return 0, false, err
 		}
+		known = true
 	}
 	return res.Seq, res.CancelRequested, nil
 }
@@ -289,7 +291,7 @@ func (db *DB) SuspendRun(ctx context.Context, id, owner string, s engine.Suspend
 		if err != nil {
 			return err
 		}
-		return insertEvent(ctx, tx, id, seq, s.Event, s.Now)
+		return db.insertEvent(ctx, tx, id, seq, s.Event, s.Now)
 	})
 	if err != nil {
 		return fmt.Errorf("suspend run %s: %w", id, err)
@@ -351,7 +353,7 @@ func (db *DB) ClaimRun(ctx context.Context, id string, c engine.Claim) ([]byte, 
 			}
 			ev.Grants = append(ev.Grants, g)
 		}
-		return insertEvent(ctx, tx, id, res.Seq, ev, c.Now)
+		return db.insertEvent(ctx, tx, id, res.Seq, ev, c.Now)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim run %s: %w", id, err)
@@ -408,7 +410,7 @@ func (db *DB) ReleaseRun(ctx context.Context, id, owner string, ev engine.Event,
 		if err != nil {
 			return err
 		}
-		return insertEvent(ctx, tx, id, seq, ev, now)
+		return db.insertEvent(ctx, tx, id, seq, ev, now)
 	})
 	if err != nil {
 		return fmt.Errorf("release run %s: %w", id, err)
@@ -486,7 +488,7 @@ func (db *DB) FinishRun(ctx context.Context, id, owner string, f engine.Finish) 
 		if ev.Totals == nil {
 			ev.Totals = res.totals()
 		}
-		return insertEvent(ctx, tx, id, res.Seq, ev, f.Now)
+		return db.insertEvent(ctx, tx, id, res.Seq, ev, f.Now)
 	})
 	if err != nil {
 		return fmt.Errorf("finish run %s: %w", id, err)
@@ -542,7 +544,7 @@ func (db *DB) RequestCancel(ctx context.Context, id string, ev engine.Event, now
 			if ev.Totals == nil {
 				ev.Totals = res.totals()
 			}
-			return insertEvent(ctx, tx, id, res.Seq, ev, now)
+			return db.insertEvent(ctx, tx, id, res.Seq, ev, now)
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err
@@ -640,7 +642,15 @@ func (r eventRow) event() (engine.Event, error) {
 // insertEvent stores ev as event seq of run id, chained into the run's audit
 // record (eventHash): its previous hash costs one primary-key read. An event
 // without a time is stamped with now.
-func insertEvent(ctx context.Context, tx *sqlx.Tx, id string, seq int64, ev engine.Event, now time.Time) error {
+func (db *DB) insertEvent(ctx context.Context, tx *sqlx.Tx, id string, seq int64, ev engine.Event, now time.Time) error {
+	_, err := db.insertEventAfter(ctx, tx, id, seq, ev, now, "", false)
+	return err
+}
+
+// insertEventAfter is insertEvent with the hash of event seq-1 given when
+// known (the event inserted just before in the same transaction). It
+// returns the new event's hash.
+func (db *DB) insertEventAfter(ctx context.Context, tx *sqlx.Tx, id string, seq int64, ev engine.Event, now time.Time, prev string, known bool) (string, error) {
 	const q = `INSERT INTO agent_run_event (run_id, seq, kind, payload, created_at, prev_hash, hash)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`
 	if ev.At.IsZero() {
@@ -648,21 +658,26 @@ func insertEvent(ctx context.Context, tx *sqlx.Tx, id string, seq int64, ev engi
 	}
 	payload, err := json.Marshal(ev)
 	if err != nil {
-		return fmt.Errorf("encode %s event: %w", ev.Kind, err)
+		return "", fmt.Errorf("encode %s event: %w", ev.Kind, err)
 	}
-	prev, err := prevHash(ctx, tx, id, seq)
-	if err != nil {
-		return fmt.Errorf("chain %s event: %w", ev.Kind, err)
+	if !known {
+		if prev, err = db.prevHash(ctx, tx, id, seq); err != nil {
+			return "", fmt.Errorf("chain %s event: %w", ev.Kind, err)
+		}
 	}
 	at := millis(ev.At)
 	h := eventHash(prev, id, seq, string(ev.Kind), at, payload)
 	if _, err := tx.ExecContext(ctx, q, id, seq, ev.Kind, payload, at, prev, h); err != nil {
-		return fmt.Errorf("insert %s event: %w", ev.Kind, err)
+		return "", fmt.Errorf("insert %s event: %w", ev.Kind, err)
 	}
 	if err := enqueueDeliveries(ctx, tx, id, seq, ev); err != nil {
-		return err
+		return "", err
 	}
-	return addTally(ctx, tx, id, ev)
+	if err := addTally(ctx, tx, id, ev); err != nil {
+		return "", err
+	}
+	afterCommit(ctx, func() { db.heads.set(id, seq, h) })
+	return h, nil
 }
 
 // addTally adds ev's share of the run's tally (engine.Tally.Count) to the

@@ -241,7 +241,7 @@ func TestRolledBackEventLeavesNoDelivery(t *testing.T) {
 	boom := errors.New("boom")
 	var inside int
 	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
-		if err := insertEvent(ctx, tx, r.ID, 99, engine.Event{Kind: engine.EventFailed, Termination: engine.TermModelError}, t0); err != nil {
+		if err := db.insertEvent(ctx, tx, r.ID, 99, engine.Event{Kind: engine.EventFailed, Termination: engine.TermModelError}, t0); err != nil {
 			return err
 		}
 		if err := tx.GetContext(ctx, &inside, `SELECT count(*) FROM webhook_delivery`); err != nil {

@@ -47,6 +47,20 @@ type writeOp struct {
 	fn   func(ctx context.Context, tx *sqlx.Tx) error
 	err  error
 	done chan struct{}
+	// committed are run once the operation's writes are committed.
+	committed []func()
+}
+
+// opKey is the context key of the operation a transaction body runs in.
+type opKey struct{}
+
+// afterCommit has f run once the writes of the operation that ctx belongs
+// to are committed; never if they are not. Outside an operation it does
+// nothing.
+func afterCommit(ctx context.Context, f func()) {
+	if op, ok := ctx.Value(opKey{}).(*writeOp); ok {
+		op.committed = append(op.committed, f)
+	}
 }
 
 func newWriter(db *sqlx.DB) *writer {
@@ -147,7 +161,7 @@ func (w *writer) commit(batch []*writeOp) {
 			op.err = err
 			continue
 		}
-		ctx := context.WithoutCancel(op.ctx)
+		ctx := context.WithValue(context.WithoutCancel(op.ctx), opKey{}, op)
 		if len(batch) == 1 {
 			op.err = op.fn(ctx, tx)
 			ran++
@@ -158,6 +172,7 @@ func (w *writer) commit(batch []*writeOp) {
 			continue
 		}
 		if op.err = op.fn(ctx, tx); op.err != nil {
+			op.committed = nil
 			if _, err := tx.ExecContext(ctx, `ROLLBACK TO op`); err != nil {
 				w.fail(tx, batch, fmt.Errorf("roll back to savepoint: %w", err))
 				return
@@ -176,6 +191,13 @@ func (w *writer) commit(batch []*writeOp) {
 	if err := tx.Commit(); err != nil {
 		w.fail(nil, batch, fmt.Errorf("commit: %w", err))
 		return
+	}
+	for _, op := range batch {
+		if op.err == nil {
+			for _, f := range op.committed {
+				f()
+			}
+		}
 	}
 	w.mu.Lock()
 	w.batches++

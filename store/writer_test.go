@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/jmoiron/sqlx"
+
+	"countersign/engine"
 )
 
 // Every write transaction commits at synchronous=FULL: the WAL is synced
@@ -123,5 +125,44 @@ func TestWriteAfterClose(t *testing.T) {
 	err := db.inTx(context.Background(), func(ctx context.Context, tx *sqlx.Tx) error { return nil })
 	if !errors.Is(err, errClosed) {
 		t.Fatalf("err = %v, want errClosed", err)
+	}
+}
+
+// An event whose write is rolled back leaves no chain head behind: the
+// event that takes its seq next links to the one before, and the chain
+// stays intact. Without the rule, the next event would link to the hash of
+// an event that was never committed.
+func TestChainHeadOfARolledBackEvent(t *testing.T) {
+	ctx := context.Background()
+	db := newTestDB(t)
+	r := runningRun(t, db, "w1")
+	turn := engine.Event{Kind: engine.EventModelTurn, Text: "first"}
+	if _, _, err := db.AppendEvent(ctx, r.ID, "w1", turn, t0.Add(lease)); err != nil {
+		t.Fatal(err)
+	}
+	lost := errors.New("the write fails after its event")
+	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+		if _, _, err := db.appendEvents(ctx, tx, r.ID, "w1", []engine.Event{{Kind: engine.EventModelTurn, Text: "rolled back"}}, t0.Add(lease)); err != nil {
+			return err
+		}
+		return lost
+	})
+	if !errors.Is(err, lost) {
+		t.Fatalf("err = %v", err)
+	}
+	// Two commits: the third event's link comes from the head the second
+	// left, which must not be the rolled-back event's.
+	for _, text := range []string{"second", "third"} {
+		if _, _, err := db.AppendEvent(ctx, r.ID, "w1", engine.Event{Kind: engine.EventModelTurn, Text: text}, t0.Add(lease)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, err := db.VerifyRun(ctx, r.ID)
+	if err != nil || !rep.Intact {
+		t.Fatalf("chain after a rolled-back event: %+v, %v", rep, err)
+	}
+	evs, err := db.Events(ctx, r.ID, 0, 10)
+	if err != nil || len(evs) != 4 || evs[2].Event.Text != "second" {
+		t.Fatalf("events %d, %v", len(evs), err)
 	}
 }

@@ -16,8 +16,9 @@ import (
 
 // seedHistoryRuns stores ended runs with what makes a history row wide: long
 // prompts (one with a long unbroken word), long outcome labels, two
-// deciders, a long model name. It goes through the store beside the running
-// server, as a second process would.
+// deciders, a long model name. It goes through the store before the server
+// starts: each run is created queued and then acquired by the seeder, and a
+// running server's reaper could take a queued run in between.
 func seedHistoryRuns(t *testing.T, dbPath string) int {
 	t.Helper()
 	ctx := context.Background()
@@ -110,11 +111,11 @@ func seedHistoryRuns(t *testing.T, dbPath string) int {
 func TestHistoryFitsTheScreen(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "countersign.db")
+	runs := seedHistoryRuns(t, path)
 	srv := startServer(t, path)
 	if srv.Password == "" {
 		t.Fatal("no admin password logged")
 	}
-	runs := seedHistoryRuns(t, path)
 
 	b := newBrowser(t)
 	b.signIn(srv.URL, "admin", srv.Password)

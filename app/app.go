@@ -189,7 +189,7 @@ func (a *App) build(ctx context.Context) error {
 	if a.Agents, err = a.loadAgents(pages); err != nil {
 		return err
 	}
-	a.Servers = servers(a.Agents)
+	a.Servers = agentsfile.Servers(a.Agents)
 	// The first admin's password is shown once: only when the rest of the
 	// configuration holds, so a bad agents file or model entry does not
 	// use it up on a start that fails.

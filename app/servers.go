@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"sync"
 
-	"countersign/engine"
 	"countersign/engine/mcptools"
 	"countersign/engine/tools"
 )
@@ -56,21 +55,6 @@ func (a *App) seedSandbox() error {
 	}
 	a.cfg.Logger.Info("seeded the demo sandbox", "dir", dir, "files", len(tools.SandboxFiles()))
 	return nil
-}
-
-// servers returns the MCP servers among the agents' toolsets, each once.
-func servers(agents []engine.Agent) []*mcptools.Server {
-	var out []*mcptools.Server
-	seen := map[*mcptools.Server]bool{}
-	for _, a := range agents {
-		for _, ts := range a.Toolsets {
-			if s, ok := ts.(*mcptools.Server); ok && !seen[s] {
-				seen[s] = true
-				out = append(out, s)
-			}
-		}
-	}
-	return out
 }
 
 // startServers starts every MCP server at once and returns when each has

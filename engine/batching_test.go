@@ -15,14 +15,14 @@ import (
 func TestApprovalCycleCommitsNine(t *testing.T) {
 	e := newEnv(t)
 	rt := e.runtime(t, nil)
-	c0, _ := e.db.WriteStats()
+	c0 := e.db.Commits()
 	run := e.start(t, rt, "editor", "Update the pricing page to say the Team plan now costs $12 per seat.", "olga")
 	w := e.waitStatus(t, run.ID, engine.StatusWaiting)
 	if err := rt.Decide(context.Background(), run.ID, engine.Decision{Verdict: engine.VerdictApprove, Digest: w.PendingDigest, By: "oscar"}); err != nil {
 		t.Fatal(err)
 	}
 	done := e.waitStatus(t, run.ID, engine.StatusCompleted)
-	c1, _ := e.db.WriteStats()
+	c1 := e.db.Commits()
 	// create, acquire, {model turn, read started, read finished},
 	// {model turn, suspended}, decision, write started, the page's write,
 	// write finished, {model turn, finished}.

@@ -265,18 +265,15 @@ func (r *Runtime) CallKind(agent string, call ToolCall) CallKind {
 	return KindOf(agentTool(a, call.Name))
 }
 
-// ToolHints returns the hints of the agent's tool of that name as it is
-// offered now, and false when the agent or the tool is not.
-func (r *Runtime) ToolHints(agent, name string) (ToolHints, bool) {
+// OfferedTool returns the agent's tool of that name as it is offered now,
+// or nil when the agent or the tool is not: KindOf and HintsOf say what
+// its calls are for the person deciding them.
+func (r *Runtime) OfferedTool(agent, name string) Tool {
 	a, ok := r.agents[agent]
 	if !ok {
-		return ToolHints{}, false
+		return nil
 	}
-	t := agentTool(a, name)
-	if t == nil {
-		return ToolHints{}, false
-	}
-	return HintsOf(t), true
+	return agentTool(a, name)
 }
 
 // agentTool returns the agent's tool with that name, or nil.

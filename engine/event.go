@@ -95,8 +95,8 @@ type Event struct {
 	Call  *ToolCall `json:"call,omitempty"`
 	Write bool      `json:"write,omitempty"`
 	// External marks the tool_started fence of a write whose side effects
-	// leave the database (ToolHints.External): the recorder must have it on
-	// disk, synced, before it returns.
+	// leave the database (ToolHints.External). Like every fence it is on
+	// disk before the tool runs.
 	External bool `json:"external,omitempty"`
 	// Original is what the model proposed for a call an operator edited
 	// (Call holds what ran); EditedBy is who edited it.

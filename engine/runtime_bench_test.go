@@ -114,7 +114,7 @@ func benchCycle(b *testing.B, workers, inflight int) {
 	cs.writeNs.Store(0)
 	cs.readNs.Store(0)
 	cs.suspends.Store(0)
-	commits0, _ := db.WriteStats()
+	commits0 := db.Commits()
 	user0, sys0 := cpuTime(b)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -132,7 +132,7 @@ func benchCycle(b *testing.B, workers, inflight int) {
 	b.StopTimer()
 	user1, sys1 := cpuTime(b)
 	user, sys := user1-user0, sys1-sys0
-	commits1, _ := db.WriteStats()
+	commits1 := db.Commits()
 	decisions.Wait()
 	if err, _ := decideErr.Load().(error); err != nil {
 		b.Fatalf("decide: %v", err)

@@ -78,9 +78,9 @@ type ToolHints struct {
 	// Destructive says a call may overwrite or delete what is there (MCP's
 	// destructiveHint), shown as a badge on the approval card.
 	Destructive bool
-	// External says a call's side effects leave countersign's database: the
-	// tool_started fence before it is committed durably (synced to disk),
-	// not only in order with the database's own writes.
+	// External says a call's side effects leave countersign's database
+	// (an MCP server's write): its tool_started fence says so, for the
+	// audit record.
 	External bool
 }
 

@@ -48,7 +48,7 @@ func countRows(t *testing.T, db *DB, where string) int {
 func TestGroupCommit(t *testing.T) {
 	db := newTestDB(t)
 	newCounter(t, db)
-	before, _ := db.WriteStats()
+	before := db.Commits()
 	const n = 400
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -77,7 +77,7 @@ func TestGroupCommit(t *testing.T) {
 	if got := countRows(t, db, `n % 10 = 0`); got != 0 {
 		t.Fatalf("%d failed writes are stored, want none", got)
 	}
-	after, _ := db.WriteStats()
+	after := db.Commits()
 	if commits := after - before; commits >= n {
 		t.Fatalf("%d commits for %d concurrent writes: no write shared a commit", commits, n)
 	}

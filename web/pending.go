@@ -49,8 +49,8 @@ type turnCall struct {
 // the kind and the hints of their tools as the agent offers them now.
 func (s *server) callInfo(agent string) func(engine.ToolCall) (engine.CallKind, engine.ToolHints) {
 	return func(tc engine.ToolCall) (engine.CallKind, engine.ToolHints) {
-		h, _ := s.rt.ToolHints(agent, tc.Name)
-		return s.rt.CallKind(agent, tc), h
+		t := s.rt.OfferedTool(agent, tc.Name)
+		return engine.KindOf(t), engine.HintsOf(t)
 	}
 }
 

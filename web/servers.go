@@ -35,7 +35,7 @@ func serverView(st mcptools.Status) views.ServerStatus {
 		v.Label = "down"
 		var parts []string
 		if st.Err != "" {
-			parts = append(parts, firstLine(st.Err))
+			parts = append(parts, oneLine(st.Err))
 		}
 		if !st.Since.IsZero() {
 			parts = append(parts, "since "+stamp(st.Since))
@@ -46,10 +46,4 @@ func serverView(st mcptools.Status) views.ServerStatus {
 		v.Detail = strings.Join(parts, "; ")
 	}
 	return v
-}
-
-// firstLine returns the first line of s, trimmed.
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return s
 }

@@ -88,35 +88,60 @@ func EncodeState(s *SuspendedState) ([]byte, error) {
 // DecodeState decodes and validates a blob written by EncodeState. A
 // truncated, tampered, unknown-version or inconsistent blob is an error
 // wrapping ErrCorruptState; it never panics.
+//
+// The blob is read once. Only when that read fails is the version looked
+// up on its own, so that a blob of another version says so rather than
+// naming the first field this build does not know.
 func DecodeState(b []byte) (*SuspendedState, error) {
 	if len(b) > maxStateBytes {
 		return nil, fmt.Errorf("%w: %d bytes is over the limit", ErrCorruptState, len(b))
 	}
-	var probe struct {
+	var s struct {
+		SuspendedState
 		Version *int `json:"version"`
-	}
-	if err := json.Unmarshal(b, &probe); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorruptState, err)
-	}
-	if probe.Version == nil {
-		return nil, fmt.Errorf("%w: no version", ErrCorruptState)
-	}
-	if *probe.Version != StateVersion {
-		return nil, fmt.Errorf("%w: unknown version %d", ErrCorruptState, *probe.Version)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	var s SuspendedState
-	if err := dec.Decode(&s); err != nil {
+	err := dec.Decode(&s)
+	if err == nil {
+		if _, terr := dec.Token(); !errors.Is(terr, io.EOF) {
+			err = errors.New("trailing data")
+		}
+	}
+	if verr := stateVersion(b, s.Version, err == nil); verr != nil {
+		return nil, verr
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorruptState, err)
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%w: trailing data", ErrCorruptState)
-	}
-	if err := s.Validate(); err != nil {
+	st := s.SuspendedState
+	st.Version = *s.Version
+	if err := st.Validate(); err != nil {
 		return nil, err
 	}
-	return &s, nil
+	return &st, nil
+}
+
+// stateVersion checks the version of blob b: v as decoded when the whole
+// blob decoded (ok), else looked up on its own. A blob that is not even a
+// JSON object is left to the caller's error.
+func stateVersion(b []byte, v *int, ok bool) error {
+	if !ok {
+		var probe struct {
+			Version *int `json:"version"`
+		}
+		if json.Unmarshal(b, &probe) != nil {
+			return nil
+		}
+		v = probe.Version
+	}
+	switch {
+	case v == nil:
+		return fmt.Errorf("%w: no version", ErrCorruptState)
+	case *v != StateVersion:
+		return fmt.Errorf("%w: unknown version %d", ErrCorruptState, *v)
+	}
+	return nil
 }
 
 // Validate checks that s is a state Resume can continue: a known version, a

@@ -181,3 +181,31 @@ func FuzzDecodeState(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeStateNamesTheVersion checks that a blob of another version says
+// so, even when it also has fields this build does not know: the version is
+// the reason, not the first unknown field.
+func TestDecodeStateNamesTheVersion(t *testing.T) {
+	good, err := EncodeState(sampleState(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(good, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["version"], m["checkpoints"] = 2, []any{}
+	v2, _ := json.Marshal(m)
+	delete(m, "version")
+	none, _ := json.Marshal(m)
+	for blob, want := range map[string]string{string(v2): "unknown version 2", string(none): "no version"} {
+		_, err := DecodeState([]byte(blob))
+		if !errors.Is(err, ErrCorruptState) || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want %q", err, want)
+		}
+	}
+	st, err := DecodeState(good)
+	if err != nil || st.Version != StateVersion {
+		t.Fatalf("good state: %+v, %v", st, err)
+	}
+}

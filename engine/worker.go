@@ -151,13 +151,18 @@ func (r *Runtime) drive(j job) {
 // attempts used up — which settle ends like any other failure, keeping the
 // counters the run has stored.
 func (r *Runtime) carryOn(ctx context.Context, loop *Loop, run Run) (*Result, error) {
-	recs, err := r.cfg.Store.Events(ctx, run.ID, 0, 1<<30)
-	if err != nil {
-		return nil, fmt.Errorf("carry on run %s: %w", run.ID, err)
-	}
-	evs := make([]Event, len(recs))
-	for i, e := range recs {
-		evs[i] = e.Event
+	var evs []Event
+	if run.LastSeq > 1 {
+		// A new run's one event is its prompt, which replays to nothing:
+		// only a run that got further is read back.
+		recs, err := r.cfg.Store.Events(ctx, run.ID, 0, 1<<30)
+		if err != nil {
+			return nil, fmt.Errorf("carry on run %s: %w", run.ID, err)
+		}
+		evs = make([]Event, len(recs))
+		for i, e := range recs {
+			evs[i] = e.Event
+		}
 	}
 	cp, err := Replay(loop.Assemble(run.Prompt), evs)
 	switch {

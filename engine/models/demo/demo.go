@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"countersign/engine"
@@ -37,7 +38,50 @@ const Description = "A scripted demo model, not a language model: it runs offlin
 	"recognises a handful of prompts about the demo workspace and plans the tool calls for them."
 
 // Model is the scripted demo model. The zero value is ready to use.
-type Model struct{}
+type Model struct {
+	// plans keeps the scripts of the prompts planned lately. A run asks
+	// for its next turn several times with the same prompt, and reading a
+	// prompt against the patterns is most of a turn's work. A script is
+	// never changed once made, so one serves every run with its prompt.
+	mu    sync.Mutex
+	plans map[planKey]planned
+}
+
+// maxPlans bounds the scripts a Model keeps; past it, it starts over.
+const maxPlans = 256
+
+// planKey is what a script depends on: the prompt, and whether the agent
+// offers the filesystem tools (see planFor).
+type planKey struct {
+	prompt string
+	files  bool
+}
+
+// planned is a prompt's script and whether the prompt asks to try again
+// when refused.
+type planned struct {
+	script script
+	retry  bool
+}
+
+// plan returns the script for prompt with the tools offered, kept or made.
+func (m *Model) plan(prompt string, offered map[string]bool) planned {
+	k := planKey{prompt: prompt, files: offersFiles(offered)}
+	m.mu.Lock()
+	p, ok := m.plans[k]
+	m.mu.Unlock()
+	if ok {
+		return p
+	}
+	p = planned{script: planFor(prompt, offered), retry: wantsRetry(prompt)}
+	m.mu.Lock()
+	if m.plans == nil || len(m.plans) >= maxPlans {
+		m.plans = make(map[planKey]planned)
+	}
+	m.plans[k] = p
+	m.mu.Unlock()
+	return p
+}
 
 var _ engine.Model = (*Model)(nil)
 
@@ -83,7 +127,8 @@ func (m *Model) Generate(ctx context.Context, req engine.ModelRequest) (engine.M
 		return engine.ModelResponse{}, errNoPrompt
 	}
 	offered := offeredTools(req.Tools)
-	r := decide(conv, planFor(conv.prompt, offered), offered)
+	p := m.plan(conv.prompt, offered)
+	r := decide(conv, p.script, p.retry, offered)
 
 	msg := engine.Message{Role: engine.RoleAssistant, Content: r.text}
 	for i, c := range r.calls {
@@ -103,12 +148,13 @@ func (m *Model) Generate(ctx context.Context, req engine.ModelRequest) (engine.M
 // decide picks the next reply. Problems come first: once a call of the run
 // was denied, refused, answered in place of running, or failed, the model
 // only reports and stops, unless the prompt told it to try again when
-// refused: then it repeats a denied turn, identical (see retryDenied). A script whose page is not known yet is first
-// made from what the conversation found out about it. A final answer says
-// what the operator's edits changed, unless the script already did.
-func decide(conv conversation, s script, offered map[string]bool) reply {
+// refused (retry): then it repeats a denied turn, identical (see
+// retryDenied). A script whose page is not known yet is first made from
+// what the conversation found out about it. A final answer says what the
+// operator's edits changed, unless the script already did.
+func decide(conv conversation, s script, retry bool, offered map[string]bool) reply {
 	turns, retried := conv.turns, false
-	if wantsRetry(conv.prompt) {
+	if retry {
 		if r, ok := retryDenied(turns); ok {
 			return r
 		}

@@ -569,3 +569,58 @@ func TestDescription(t *testing.T) {
 	}
 	var _ engine.Model = New()
 }
+
+// TestKeptPlansAnswerAsFresh checks the scripts a Model keeps: one Model
+// asked by many runs at once, with and without the file tools, answers each
+// as a new Model would, and keeps at most maxPlans scripts.
+func TestKeptPlansAnswerAsFresh(t *testing.T) {
+	workspace := specs(append(slices.Clone(allTools), toolAskOperator))
+	withFiles := specs(append(slices.Clone(allTools), toolAskOperator, toolReadTextFile, toolListDirectory, toolWriteFile))
+	prompts := append(append(Examples(), FileExamples()...), "Publish the about page. If you are refused, try again.")
+	shared := New()
+	generate := func(m *Model, prompt string, tools []engine.ToolSpec) (engine.Message, error) {
+		resp, err := m.Generate(context.Background(), engine.ModelRequest{
+			Messages: []engine.Message{{Role: engine.RoleUser, Content: prompt}}, Tools: tools})
+		return resp.Message, err
+	}
+	errs := make(chan error, 4*len(prompts))
+	for range 2 {
+		for _, p := range prompts {
+			for _, tools := range [][]engine.ToolSpec{workspace, withFiles} {
+				go func() {
+					got, err := generate(shared, p, tools)
+					if err != nil {
+						errs <- err
+						return
+					}
+					want, err := generate(New(), p, tools)
+					if err != nil {
+						errs <- err
+						return
+					}
+					if !reflect.DeepEqual(got, want) {
+						errs <- fmt.Errorf("%q: kept plan gave %+v, a new model %+v", p, got, want)
+						return
+					}
+					errs <- nil
+				}()
+			}
+		}
+	}
+	for range 4 * len(prompts) {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if n := len(shared.plans); n != 2*len(prompts) {
+		t.Errorf("%d plans kept for %d prompts with two tool sets", n, len(prompts))
+	}
+	for i := range maxPlans + 10 {
+		if _, err := generate(shared, fmt.Sprintf("Delete page %d.", i), workspace); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(shared.plans); n > maxPlans {
+		t.Errorf("%d plans kept, more than %d", n, maxPlans)
+	}
+}

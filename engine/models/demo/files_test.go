@@ -350,7 +350,7 @@ func TestWithoutFileTools(t *testing.T) {
 	}
 	for _, e := range append(Examples(), FileExamples()...) {
 		conv, _ := readTranscript([]engine.Message{{Role: engine.RoleUser, Content: e}})
-		want := decide(conv, plan(e), offeredTools(workspace))
+		want := decide(conv, plan(e), wantsRetry(e), offeredTools(workspace))
 		got := generate(e, workspace)
 		if got.Content != want.text || len(got.ToolCalls) != len(want.calls) {
 			t.Errorf("%q without file tools: got %q %v, want %q with %d calls", e, got.Content, got.ToolCalls, want.text, len(want.calls))

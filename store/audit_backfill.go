@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-
-	"github.com/jmoiron/sqlx"
 )
 
 // auditBackfillKey is the setting migration 00005 leaves behind: the events
@@ -45,7 +43,7 @@ func (db *DB) backfillAudit(ctx context.Context) error {
 			return fmt.Errorf("audit backfill: %w", err)
 		}
 		for done := 0; done < len(ids); {
-			err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+			err := db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 				for runs, hashed := 0, 0; done < len(ids) && runs < backfillTxMaxRuns && hashed < backfillTxEvents; runs++ {
 					n, err := chainRun(ctx, tx, ids[done])
 					if err != nil {
@@ -74,7 +72,7 @@ func (db *DB) backfillAudit(ctx context.Context) error {
 // chainRun hashes the events of run id that have no hash, in seq order,
 // each chained to the event before it as it is stored, and returns how many
 // it hashed. A run whose events all have a hash costs one read.
-func chainRun(ctx context.Context, tx *sqlx.Tx, id string) (int, error) {
+func chainRun(ctx context.Context, tx writeTx, id string) (int, error) {
 	const unchained = `SELECT EXISTS (SELECT 1 FROM agent_run_event WHERE run_id = ? AND hash IS NULL)`
 	const q = `SELECT seq, kind, created_at, payload, hash FROM agent_run_event WHERE run_id = ? ORDER BY seq`
 	const update = `UPDATE agent_run_event SET prev_hash = ?, hash = ? WHERE run_id = ? AND seq = ?`

@@ -10,8 +10,6 @@ import (
 	"hash"
 	"strconv"
 	"sync"
-
-	"github.com/jmoiron/sqlx"
 )
 
 // AuditGenesis is the previous hash of a run's first event: 64 zeros.
@@ -55,7 +53,7 @@ func writeField(h hash.Hash, b []byte) {
 // transaction that inserts event seq. A previous event that is missing or
 // has no hash (written outside the store after the backfill) gives "",
 // which VerifyRun reports at that event, not at this one.
-func (db *DB) prevHash(ctx context.Context, tx *sqlx.Tx, id string, seq int64) (string, error) {
+func (db *DB) prevHash(ctx context.Context, tx writeTx, id string, seq int64) (string, error) {
 	if seq <= 1 {
 		return AuditGenesis, nil
 	}

@@ -2,7 +2,7 @@
 // runs and their events, users, the demo workspace of pages and settings. It
 // implements engine.RunStore and the tools.Workspace of the built-in tools.
 //
-// Public methods own their transaction; lower-case helpers take the *sqlx.Tx.
+// Public methods own their transaction; lower-case helpers take the writeTx.
 // Times are stored as INTEGER unix milliseconds in UTC and come back in UTC.
 package store
 
@@ -208,7 +208,7 @@ func (db *DB) newID(t time.Time) (string, error) {
 // undone when it returns an error, and inTx returns once they are on disk.
 // fn must use the ctx it is given, which keeps ctx's values but not its
 // cancellation, once it has started.
-func (db *DB) inTx(ctx context.Context, fn func(ctx context.Context, tx *sqlx.Tx) error) error {
+func (db *DB) inTx(ctx context.Context, fn func(ctx context.Context, tx writeTx) error) error {
 	return db.wr.do(ctx, fn)
 }
 

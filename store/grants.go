@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"countersign/engine"
 )
 
@@ -121,7 +119,7 @@ func (db *DB) RevokeGrant(ctx context.Context, id int64, by string, now time.Tim
 		WHERE id = ? AND revoked_at IS NULL
 		RETURNING ` + grantColumns
 	var row grantRow
-	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		err := tx.GetContext(ctx, &row, q, millis(now), by, id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return revokedError(ctx, tx, id)
@@ -136,7 +134,7 @@ func (db *DB) RevokeGrant(ctx context.Context, id int64, by string, now time.Tim
 
 // revokedError says why revoking grant id changed no row: it does not
 // exist, or it was revoked already (by whom and when).
-func revokedError(ctx context.Context, tx *sqlx.Tx, id int64) error {
+func revokedError(ctx context.Context, tx writeTx, id int64) error {
 	var row grantRow
 	err := tx.GetContext(ctx, &row, `SELECT `+grantColumns+` FROM approval_grant WHERE id = ?`, id)
 	switch {

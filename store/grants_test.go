@@ -7,15 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"countersign/engine"
 )
 
 // addGrant stores g as a claim would, and returns it with its id.
 func addGrant(t *testing.T, db *DB, g engine.Grant) engine.Grant {
 	t.Helper()
-	err := db.inTx(context.Background(), func(ctx context.Context, tx *sqlx.Tx) error {
+	err := db.inTx(context.Background(), func(ctx context.Context, tx writeTx) error {
 		var err error
 		g, err = insertGrant(context.Background(), tx, g)
 		return err

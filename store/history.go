@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"countersign/engine"
 )
 
@@ -325,7 +323,7 @@ func (db *DB) PurgeFinishedBefore(ctx context.Context, cutoff time.Time, batch i
 	for {
 		var n int64
 		start := time.Now()
-		err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+		err := db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 			res, err := tx.ExecContext(ctx, q, millis(cutoff), batch)
 			if err != nil {
 				return err

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/jmoiron/sqlx"
 )
 
 // Errors of idempotency keys.
@@ -46,7 +44,7 @@ const (
 // purged on the way, a batch at a time.
 func (db *DB) ReserveIdempotencyKey(ctx context.Context, userID int64, key, hash string, now time.Time) (string, error) {
 	var runID string
-	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		if _, err := purgeKeys(ctx, tx, now.Add(-IdempotencyTTL), purgeBatch); err != nil {
 			return err
 		}
@@ -86,7 +84,7 @@ func (db *DB) ReserveIdempotencyKey(ctx context.Context, userID int64, key, hash
 // CompleteIdempotencyKey records the run started under a key the caller
 // reserved.
 func (db *DB) CompleteIdempotencyKey(ctx context.Context, userID int64, key, runID string) error {
-	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE api_idempotency SET run_id = ?
 			WHERE user_id = ? AND key = ? AND run_id IS NULL`, runID, userID, key)
 		if err != nil {
@@ -106,7 +104,7 @@ func (db *DB) CompleteIdempotencyKey(ctx context.Context, userID int64, key, run
 // ReleaseIdempotencyKey drops a reservation that started no run, so that the
 // key can be used again: a refused request does not use its key up.
 func (db *DB) ReleaseIdempotencyKey(ctx context.Context, userID int64, key string) error {
-	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM api_idempotency WHERE user_id = ? AND key = ? AND run_id IS NULL`,
 			userID, key)
 		return err
@@ -123,7 +121,7 @@ func (db *DB) PurgeIdempotencyKeys(ctx context.Context, cutoff time.Time) (int, 
 	total := 0
 	for {
 		var n int
-		err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+		err := db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 			var err error
 			n, err = purgeKeys(ctx, tx, cutoff, 1000)
 			return err
@@ -139,7 +137,7 @@ func (db *DB) PurgeIdempotencyKeys(ctx context.Context, cutoff time.Time) (int, 
 }
 
 // purgeKeys deletes up to limit keys first used before cutoff.
-func purgeKeys(ctx context.Context, tx *sqlx.Tx, cutoff time.Time, limit int) (int, error) {
+func purgeKeys(ctx context.Context, tx writeTx, cutoff time.Time, limit int) (int, error) {
 	res, err := tx.ExecContext(ctx, `DELETE FROM api_idempotency WHERE rowid IN (
 		SELECT rowid FROM api_idempotency WHERE created_at < ? LIMIT ?)`, millis(cutoff), limit)
 	if err != nil {

@@ -7,8 +7,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/jmoiron/sqlx"
-
 	"countersign/engine"
 )
 
@@ -126,7 +124,7 @@ func clipUTF8(s string, n int) string {
 // enabled. The payload follows Standard Webhooks ({"type",
 // "timestamp", "data"}); the run's fields come from its row as this
 // transaction left it, so status is the status the event brought.
-func enqueueDeliveries(ctx context.Context, tx *sqlx.Tx, id string, seq int64, ev engine.Event) error {
+func enqueueDeliveries(ctx context.Context, tx writeTx, id string, seq int64, ev engine.Event) error {
 	typ := webhookType(ev.Kind)
 	if typ == "" {
 		return nil

@@ -106,7 +106,7 @@ func (ps *Pages) CreatePage(ctx context.Context, p tools.Page) (tools.Page, erro
 		RETURNING slug, title, body, status, updated_at`
 	now := millis(ps.db.now())
 	var row pageRow
-	err := ps.db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := ps.db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		err := tx.GetContext(ctx, &row, q, p.Slug, p.Title, p.Body, now, now)
 		if errors.Is(err, sql.ErrNoRows) {
 			return tools.ErrPageExists
@@ -139,7 +139,7 @@ func (ps *Pages) UpdatePage(ctx context.Context, slug string, title, body *strin
 		RETURNING slug, title, body, status, updated_at`
 	now := millis(ps.db.now())
 	var row pageRow
-	err := ps.db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := ps.db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		err := tx.GetContext(ctx, &row, q, title, body, now, slug)
 		if errors.Is(err, sql.ErrNoRows) {
 			return tools.ErrPageNotFound
@@ -165,7 +165,7 @@ func (ps *Pages) PublishPage(ctx context.Context, slug string) (tools.Page, erro
 		RETURNING slug, title, body, status, updated_at`
 	now := millis(ps.db.now())
 	var row pageRow
-	err := ps.db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := ps.db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		err := tx.GetContext(ctx, &row, q, now, slug)
 		if errors.Is(err, sql.ErrNoRows) {
 			return tools.ErrPageNotFound
@@ -186,7 +186,7 @@ func (ps *Pages) DeletePage(ctx context.Context, slug string) error {
 	const q = `DELETE FROM page WHERE slug = ?
 		RETURNING slug, title, body, status, updated_at`
 	now := millis(ps.db.now())
-	err := ps.db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := ps.db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		var row pageRow
 		err := tx.GetContext(ctx, &row, q, slug)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -228,7 +228,7 @@ func (ps *Pages) SeedPages(ctx context.Context, pages []tools.Page) (bool, error
 	}
 	now := ps.db.now()
 	seeded := false
-	err := ps.db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := ps.db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		var inUse bool
 		if err := tx.GetContext(ctx, &inUse, used); err != nil {
 			return err
@@ -271,7 +271,7 @@ func getPage(ctx context.Context, q sqlx.QueryerContext, slug string) (pageRow, 
 
 // insertRevision appends the page as it stands after action (before it, for
 // a delete) to the audit.
-func insertRevision(ctx context.Context, tx *sqlx.Tx, action string, p pageRow, at int64) error {
+func insertRevision(ctx context.Context, tx writeTx, action string, p pageRow, at int64) error {
 	const q = `INSERT INTO page_revision (slug, action, title, body, at) VALUES (?, ?, ?, ?, ?)`
 	if _, err := tx.ExecContext(ctx, q, p.Slug, action, p.Title, p.Body, at); err != nil {
 		return fmt.Errorf("insert %s revision: %w", action, err)

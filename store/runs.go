@@ -121,7 +121,7 @@ func (db *DB) CreateRun(ctx context.Context, r engine.NewRun, prompt engine.Even
 		VALUES (?, ?, ?, ?, 'queued', ?, 1, ?, ?)
 		RETURNING ` + runColumns
 	var row runRow
-	err = db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err = db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		ms := millis(now)
 		if err := tx.GetContext(ctx, &row, q, id, r.Agent, r.Model, r.Prompt, r.InitiatedBy, ms, ms); err != nil {
 			return err
@@ -155,7 +155,7 @@ func (db *DB) AcquireRun(ctx context.Context, id, owner string, now, leaseUntil 
 		WHERE id = ? AND (status = 'queued' OR (status = 'running' AND lease_expires_at < ?))
 		RETURNING ` + runColumns
 	var row runRow
-	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		ms := millis(now)
 		err := tx.GetContext(ctx, &row, q, owner, millis(leaseUntil), ms, ms, id, ms)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -183,7 +183,7 @@ func (db *DB) AppendEvent(ctx context.Context, id, owner string, ev engine.Event
 func (db *DB) AppendEvents(ctx context.Context, id, owner string, evs []engine.Event, leaseUntil time.Time) (int64, bool, error) {
 	var seq int64
 	var cancel bool
-	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		var err error
 		seq, cancel, err = db.appendEvents(ctx, tx, id, owner, evs, leaseUntil)
 		return err
@@ -199,7 +199,7 @@ func (db *DB) AppendEvents(ctx context.Context, id, owner string, evs []engine.E
 // running or waiting run shows its totals so far; FinishRun writes the
 // final ones). It returns the seq of the last event and whether a cancel
 // was requested.
-func (db *DB) appendEvents(ctx context.Context, tx *sqlx.Tx, id, owner string, evs []engine.Event, leaseUntil time.Time) (int64, bool, error) {
+func (db *DB) appendEvents(ctx context.Context, tx writeTx, id, owner string, evs []engine.Event, leaseUntil time.Time) (int64, bool, error) {
 	if len(evs) == 0 {
 		return 0, false, errors.New("no events to append")
 	}
@@ -252,7 +252,7 @@ func (db *DB) RenewLease(ctx context.Context, id, owner string, until time.Time)
 		WHERE id = ? AND status = 'running' AND claimed_by = ?
 		RETURNING cancel_requested`
 	var cancel bool
-	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		err := tx.GetContext(ctx, &cancel, q, millis(until), id, owner)
 		if errors.Is(err, sql.ErrNoRows) {
 			return heldError(ctx, tx, id)
@@ -273,7 +273,7 @@ func (db *DB) SuspendRun(ctx context.Context, id, owner string, s engine.Suspend
 			last_seq = last_seq + 1, updated_at = ?
 		WHERE id = ? AND status = 'running' AND claimed_by = ?
 		RETURNING last_seq`
-	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		if len(s.Before) > 0 {
 			if _, _, err := db.appendEvents(ctx, tx, id, owner, s.Before, s.Now); err != nil {
 				return err
@@ -336,7 +336,7 @@ func (db *DB) ClaimRun(ctx context.Context, id string, c engine.Claim) ([]byte, 
 		Seq   int64  `db:"last_seq"`
 		State []byte `db:"suspended_state"`
 	}
-	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		ms := millis(c.Now)
 		err := tx.GetContext(ctx, &res, q, c.Owner, millis(c.LeaseUntil), ms, ms, id, c.Digest)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -365,7 +365,7 @@ func (db *DB) ClaimRun(ctx context.Context, id string, c engine.Claim) ([]byte, 
 // made on that very turn is always named, whatever happened to the run since
 // (resumed, waiting on a later turn, or ended), so a losing decision learns
 // who won.
-func claimError(ctx context.Context, tx *sqlx.Tx, id, digest string) error {
+func claimError(ctx context.Context, tx writeTx, id, digest string) error {
 	st, err := lookupStatus(ctx, tx, id)
 	if err != nil {
 		return err
@@ -401,7 +401,7 @@ func (db *DB) ReleaseRun(ctx context.Context, id, owner string, ev engine.Event,
 		WHERE id = ? AND status = 'running' AND claimed_by = ?
 			AND suspended_state IS NOT NULL AND pending_digest <> ''
 		RETURNING last_seq`
-	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		var seq int64
 		err := tx.GetContext(ctx, &seq, q, millis(now), id, owner)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -420,7 +420,7 @@ func (db *DB) ReleaseRun(ctx context.Context, id, owner string, ev engine.Event,
 
 // releaseError says why a release changed no row: the run is gone, ended, not
 // held by owner, or held by owner but with no state to wait on.
-func releaseError(ctx context.Context, tx *sqlx.Tx, id, owner string) error {
+func releaseError(ctx context.Context, tx writeTx, id, owner string) error {
 	const q = `SELECT status, claimed_by FROM agent_run WHERE id = ?`
 	var row struct {
 		Status    string `db:"status"`
@@ -460,7 +460,7 @@ func (db *DB) FinishRun(ctx context.Context, id, owner string, f engine.Finish) 
 		Seq int64 `db:"last_seq"`
 		counterRow
 	}
-	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		if len(f.Before) > 0 {
 			if owner == "" {
 				return errors.New("events to append before the end of a run that no worker holds")
@@ -533,7 +533,7 @@ func (db *DB) RequestCancel(ctx context.Context, id string, ev engine.Event, now
 	totals := nullTotals(ev.Totals)
 	ms := millis(now)
 	var cancelled bool
-	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		var res struct {
 			Seq int64 `db:"last_seq"`
 			counterRow
@@ -642,7 +642,7 @@ func (r eventRow) event() (engine.Event, error) {
 // insertEvent stores ev as event seq of run id, chained into the run's audit
 // record (eventHash): its previous hash costs one primary-key read. An event
 // without a time is stamped with now.
-func (db *DB) insertEvent(ctx context.Context, tx *sqlx.Tx, id string, seq int64, ev engine.Event, now time.Time) error {
+func (db *DB) insertEvent(ctx context.Context, tx writeTx, id string, seq int64, ev engine.Event, now time.Time) error {
 	_, err := db.insertEventAfter(ctx, tx, id, seq, ev, now, "", false)
 	return err
 }
@@ -650,7 +650,7 @@ func (db *DB) insertEvent(ctx context.Context, tx *sqlx.Tx, id string, seq int64
 // insertEventAfter is insertEvent with the hash of event seq-1 given when
 // known (the event inserted just before in the same transaction). It
 // returns the new event's hash.
-func (db *DB) insertEventAfter(ctx context.Context, tx *sqlx.Tx, id string, seq int64, ev engine.Event, now time.Time, prev string, known bool) (string, error) {
+func (db *DB) insertEventAfter(ctx context.Context, tx writeTx, id string, seq int64, ev engine.Event, now time.Time, prev string, known bool) (string, error) {
 	const q = `INSERT INTO agent_run_event (run_id, seq, kind, payload, created_at, prev_hash, hash)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`
 	if ev.At.IsZero() {
@@ -683,7 +683,7 @@ func (db *DB) insertEventAfter(ctx context.Context, tx *sqlx.Tx, id string, seq 
 // addTally adds ev's share of the run's tally (engine.Tally.Count) to the
 // run's tally columns, in the transaction that inserts ev; most events have
 // none and cost nothing. decided_by gets a name only the first time.
-func addTally(ctx context.Context, tx *sqlx.Tx, id string, ev engine.Event) error {
+func addTally(ctx context.Context, tx writeTx, id string, ev engine.Event) error {
 	const q = `UPDATE agent_run SET
 		denied_calls = denied_calls + ?1, failed_writes = failed_writes + ?2,
 		expired_calls = expired_calls + ?3, waived_calls = waived_calls + ?4,
@@ -707,7 +707,7 @@ func addTally(ctx context.Context, tx *sqlx.Tx, id string, ev engine.Event) erro
 }
 
 // lookupStatus returns the status of run id, or engine.ErrRunNotFound.
-func lookupStatus(ctx context.Context, tx *sqlx.Tx, id string) (engine.Status, error) {
+func lookupStatus(ctx context.Context, tx writeTx, id string) (engine.Status, error) {
 	const q = `SELECT status FROM agent_run WHERE id = ?`
 	var st string
 	if err := tx.GetContext(ctx, &st, q, id); err != nil {
@@ -722,7 +722,7 @@ func lookupStatus(ctx context.Context, tx *sqlx.Tx, id string) (engine.Status, e
 // heldError says why an update of a run that must be held by a worker
 // changed no row: the run is gone (ErrRunNotFound), ended (ErrLeaseLost and
 // ErrRunTerminal both match) or not held by that worker (ErrLeaseLost).
-func heldError(ctx context.Context, tx *sqlx.Tx, id string) error {
+func heldError(ctx context.Context, tx writeTx, id string) error {
 	st, err := lookupStatus(ctx, tx, id)
 	if err != nil {
 		return err
@@ -781,7 +781,7 @@ func clampLimit(n, def, max int) int {
 }
 
 // insertGrant stores a standing grant and returns it with its id.
-func insertGrant(ctx context.Context, tx *sqlx.Tx, g engine.Grant) (engine.Grant, error) {
+func insertGrant(ctx context.Context, tx writeTx, g engine.Grant) (engine.Grant, error) {
 	const q = `INSERT INTO approval_grant (agent, run_id, tool, scope, granted_by, created_at, expires_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`
 	if err := tx.GetContext(ctx, &g.ID, q, g.Agent, g.RunID, g.Tool, g.Scope, g.By,

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/jmoiron/sqlx"
 )
 
 // Setting returns the value of key, or ErrNotFound.
@@ -22,7 +20,7 @@ func (db *DB) Setting(ctx context.Context, key string) (string, error) {
 func (db *DB) SetSetting(ctx context.Context, key, value string) error {
 	const q = `INSERT INTO setting (key, value) VALUES (?, ?)
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value`
-	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		_, err := tx.ExecContext(ctx, q, key, value)
 		return err
 	})
@@ -48,7 +46,7 @@ func (db *DB) EnsureSetting(ctx context.Context, key string, gen func() (string,
 	const insert = `INSERT INTO setting (key, value) VALUES (?, ?) ON CONFLICT (key) DO NOTHING`
 	const get = `SELECT value FROM setting WHERE key = ?`
 	var stored string
-	err = db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err = db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		if _, err := tx.ExecContext(ctx, insert, key, v); err != nil {
 			return err
 		}

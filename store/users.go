@@ -8,7 +8,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/jmoiron/sqlx"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -115,7 +114,7 @@ func (db *DB) CreateUser(ctx context.Context, name, password, role string) (User
 		ON CONFLICT (name) DO NOTHING
 		RETURNING ` + userColumns
 	var row userRow
-	err = db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err = db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		err := tx.GetContext(ctx, &row, q, name, string(hash), role, millis(db.now()))
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrUserExists
@@ -268,7 +267,7 @@ func (db *DB) EnableUser(ctx context.Context, id int64) error {
 // updateUser runs q, an UPDATE of one user by id, and fails with ErrNotFound
 // when it changes no row.
 func (db *DB) updateUser(ctx context.Context, q string, args ...any) error {
-	return db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	return db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		res, err := tx.ExecContext(ctx, q, args...)
 		if err != nil {
 			return err

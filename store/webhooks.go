@@ -133,7 +133,7 @@ func (db *DB) CreateWebhookEndpoint(ctx context.Context, n NewWebhookEndpoint) (
 	const q = `INSERT INTO webhook_endpoint (url, secret, events, description, created_by, created_at)
 		VALUES (?, ?, ?, ?, ?, ?) RETURNING ` + endpointColumns
 	var row endpointRow
-	err = db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err = db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		return tx.GetContext(ctx, &row, q, n.URL, secret, string(evJSON), n.Description, n.CreatedBy, millis(db.now()))
 	})
 	if err != nil {
@@ -164,7 +164,7 @@ func (db *DB) SetWebhookEndpointEnabled(ctx context.Context, id int64, enabled b
 		SET disabled_at = CASE WHEN ?1 THEN NULL ELSE COALESCE(disabled_at, ?2) END
 		WHERE id = ?3 RETURNING ` + endpointColumns
 	var row endpointRow
-	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		return tx.GetContext(ctx, &row, q, enabled, millis(db.now()), id)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
@@ -181,7 +181,7 @@ func (db *DB) SetWebhookEndpointEnabled(ctx context.Context, id int64, enabled b
 func (db *DB) DeleteWebhookEndpoint(ctx context.Context, id int64) (WebhookEndpoint, error) {
 	const q = `DELETE FROM webhook_endpoint WHERE id = ? RETURNING ` + endpointColumns
 	var row endpointRow
-	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error { return tx.GetContext(ctx, &row, q, id) })
+	err := db.inTx(ctx, func(ctx context.Context, tx writeTx) error { return tx.GetContext(ctx, &row, q, id) })
 	if errors.Is(err, sql.ErrNoRows) {
 		err = ErrNotFound
 	}
@@ -277,7 +277,7 @@ func (db *DB) ClaimDueDeliveries(ctx context.Context, now time.Time, lease time.
 		return nil, nil
 	}
 	var rows []deliveryRow
-	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		if err := tx.SelectContext(ctx, &rows, claim, millis(now.Add(lease)), millis(now), clampLimit(limit, 10, 100)); err != nil {
 			return err
 		}
@@ -371,7 +371,7 @@ func (db *DB) DeliveryFailedAttempt(ctx context.Context, id string, attempt, cod
 
 // markAttempt runs the update q of an attempt and says whether it matched.
 func (db *DB) markAttempt(ctx context.Context, what, id, q string, args ...any) error {
-	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		res, err := tx.ExecContext(ctx, q, args...)
 		if err != nil {
 			return err
@@ -399,7 +399,7 @@ func (db *DB) Redeliver(ctx context.Context, id string, now time.Time) (WebhookD
 		WHERE id = ? AND status <> 'pending' RETURNING ` + deliveryColumns
 	const exists = `SELECT count(*) FROM webhook_delivery WHERE id = ?`
 	var row deliveryRow
-	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		err := tx.GetContext(ctx, &row, q, millis(now), id)
 		if !errors.Is(err, sql.ErrNoRows) {
 			return err

@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jmoiron/sqlx"
-
 	"countersign/engine"
 )
 
@@ -240,7 +238,7 @@ func TestRolledBackEventLeavesNoDelivery(t *testing.T) {
 	r := runningRun(t, db, "w1")
 	boom := errors.New("boom")
 	var inside int
-	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		if err := db.insertEvent(ctx, tx, r.ID, 99, engine.Event{Kind: engine.EventFailed, Termination: engine.TermModelError}, t0); err != nil {
 			return err
 		}

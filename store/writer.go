@@ -43,7 +43,7 @@ type writer struct {
 // writeOp is one caller's transaction body and what became of it.
 type writeOp struct {
 	ctx  context.Context
-	fn   func(ctx context.Context, tx *sqlx.Tx) error
+	fn   func(ctx context.Context, tx writeTx) error
 	err  error
 	done chan struct{}
 	// committed are run once the operation's writes are committed.
@@ -74,7 +74,7 @@ func newWriter(db *sqlx.DB) *writer {
 // whatever ctx does (fn is given ctx without its cancellation): a
 // statement interrupted inside a shared transaction would roll back the
 // whole batch.
-func (w *writer) do(ctx context.Context, fn func(ctx context.Context, tx *sqlx.Tx) error) error {
+func (w *writer) do(ctx context.Context, fn func(ctx context.Context, tx writeTx) error) error {
 	op := &writeOp{ctx: ctx, fn: fn, done: make(chan struct{})}
 	select {
 	case w.ops <- op:
@@ -140,14 +140,32 @@ func (w *writer) loop() {
 	}
 }
 
+// writeTx is what a transaction body runs its statements on: the writer's
+// connection, inside the transaction of its batch.
+type writeTx interface {
+	sqlx.QueryerContext
+	sqlx.ExecerContext
+	GetContext(ctx context.Context, dest any, query string, args ...any) error
+	SelectContext(ctx context.Context, dest any, query string, args ...any) error
+}
+
 // commit runs a batch in one transaction. A batch of one runs without a
 // savepoint: its failure rolls the transaction back.
+//
+// The transaction is begun and ended with statements on a connection of
+// its own rather than through database/sql's Tx, which starts a goroutine
+// for the transaction and one more for every query in it, to watch for a
+// cancellation that a batch never has (see do).
 func (w *writer) commit(batch []*writeOp) {
-	tx, err := w.db.BeginTxx(context.Background(), nil)
+	ctx := context.Background()
+	conn, err := w.db.Connx(ctx)
 	if err != nil {
-		for _, op := range batch {
-			op.err = fmt.Errorf("begin: %w", err)
-		}
+		w.fail(nil, batch, fmt.Errorf("connect: %w", err))
+		return
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+		w.fail(nil, batch, fmt.Errorf("begin: %w", err))
 		return
 	}
 	ran := 0
@@ -158,33 +176,35 @@ func (w *writer) commit(batch []*writeOp) {
 		}
 		ctx := context.WithValue(context.WithoutCancel(op.ctx), opKey{}, op)
 		if len(batch) == 1 {
-			op.err = op.fn(ctx, tx)
+			op.err = op.fn(ctx, conn)
 			ran++
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, `SAVEPOINT op`); err != nil {
+		if _, err := conn.ExecContext(ctx, `SAVEPOINT op`); err != nil {
 			op.err = fmt.Errorf("savepoint: %w", err)
 			continue
 		}
-		if op.err = op.fn(ctx, tx); op.err != nil {
+		if op.err = op.fn(ctx, conn); op.err != nil {
 			op.committed = nil
-			if _, err := tx.ExecContext(ctx, `ROLLBACK TO op`); err != nil {
-				w.fail(tx, batch, fmt.Errorf("roll back to savepoint: %w", err))
+			if _, err := conn.ExecContext(ctx, `ROLLBACK TO op`); err != nil {
+				w.fail(conn, batch, fmt.Errorf("roll back to savepoint: %w", err))
 				return
 			}
 		}
-		if _, err := tx.ExecContext(ctx, `RELEASE op`); err != nil {
-			w.fail(tx, batch, fmt.Errorf("release savepoint: %w", err))
+		if _, err := conn.ExecContext(ctx, `RELEASE op`); err != nil {
+			w.fail(conn, batch, fmt.Errorf("release savepoint: %w", err))
 			return
 		}
 		ran++
 	}
 	if len(batch) == 1 && batch[0].err != nil || ran == 0 {
-		_ = tx.Rollback()
+		rollback(conn)
 		return
 	}
-	if err := tx.Commit(); err != nil {
-		w.fail(nil, batch, fmt.Errorf("commit: %w", err))
+	if _, err := conn.ExecContext(ctx, `COMMIT`); err != nil {
+		// A COMMIT that failed may leave the transaction open (SQLITE_BUSY)
+		// or have rolled it back already: either way nothing is committed.
+		w.fail(conn, batch, fmt.Errorf("commit: %w", err))
 		return
 	}
 	for _, op := range batch {
@@ -197,11 +217,18 @@ func (w *writer) commit(batch []*writeOp) {
 	w.batches.Add(1)
 }
 
-// fail rolls back tx (when not nil) and gives err to every operation of
-// the batch that had not failed on its own: none of them is committed.
-func (w *writer) fail(tx *sqlx.Tx, batch []*writeOp, err error) {
-	if tx != nil {
-		_ = tx.Rollback()
+// rollback ends the transaction open on conn, if one still is, so the
+// connection goes back to the pool without one.
+func rollback(conn *sqlx.Conn) {
+	_, _ = conn.ExecContext(context.Background(), `ROLLBACK`)
+}
+
+// fail rolls back the transaction on conn (when not nil) and gives err to
+// every operation of the batch that had not failed on its own: none of them
+// is committed.
+func (w *writer) fail(conn *sqlx.Conn, batch []*writeOp, err error) {
+	if conn != nil {
+		rollback(conn)
 	}
 	for _, op := range batch {
 		if op.err == nil {

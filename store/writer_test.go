@@ -7,8 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jmoiron/sqlx"
-
 	"countersign/engine"
 )
 
@@ -17,7 +15,7 @@ import (
 func TestWritesAreDurable(t *testing.T) {
 	db := newTestDB(t)
 	var level int
-	err := db.inTx(context.Background(), func(ctx context.Context, tx *sqlx.Tx) error {
+	err := db.inTx(context.Background(), func(ctx context.Context, tx writeTx) error {
 		return tx.GetContext(ctx, &level, `PRAGMA synchronous`)
 	})
 	if err != nil || level != 2 {
@@ -54,7 +52,7 @@ func TestGroupCommit(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			errs[i] = db.inTx(context.Background(), func(ctx context.Context, tx *sqlx.Tx) error {
+			errs[i] = db.inTx(context.Background(), func(ctx context.Context, tx writeTx) error {
 				if _, err := tx.ExecContext(ctx, `INSERT INTO gc_test (n) VALUES (?)`, i); err != nil {
 					return err
 				}
@@ -83,13 +81,64 @@ func TestGroupCommit(t *testing.T) {
 	}
 }
 
+// A lone write that fails is rolled back with its transaction, and the
+// writer's connection goes back to the pool with no transaction open: a
+// write made on it outside the group commit (as tokens make) commits on
+// its own, and the next write of the writer begins afresh.
+func TestFailedWriteLeavesNoTransactionOpen(t *testing.T) {
+	db := newTestDB(t)
+	newCounter(t, db)
+	ctx := context.Background()
+	boom := errors.New("boom")
+	err := db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO gc_test (n) VALUES (1)`); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v, want boom", err)
+	}
+	var auto bool
+	conn, err := db.w.Connx(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Raw(func(dc any) error {
+		auto = dc.(interface{ AutoCommit() bool }).AutoCommit()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	if !auto {
+		t.Fatal("the writer connection is still inside a transaction")
+	}
+	if _, err := db.w.ExecContext(ctx, `INSERT INTO gc_test (n) VALUES (2)`); err != nil {
+		t.Fatal(err)
+	}
+	err = db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO gc_test (n) VALUES (3)`)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := countRows(t, db, `n = 1`); got != 0 {
+		t.Fatalf("the failed write's row is stored")
+	}
+	if got := countRows(t, db, `n IN (2, 3)`); got != 2 {
+		t.Fatalf("%d of the 2 later writes are stored", got)
+	}
+}
+
 // A write whose context ends before the writer takes it never runs.
 func TestWriteCancelledBeforeItRuns(t *testing.T) {
 	db := newTestDB(t)
 	newCounter(t, db)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO gc_test (n) VALUES (1)`)
 		return err
 	})
@@ -108,7 +157,7 @@ func TestWriteCancelledWhileItRuns(t *testing.T) {
 	db := newTestDB(t)
 	newCounter(t, db)
 	ctx, cancel := context.WithCancel(context.Background())
-	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		cancel()
 		_, err := tx.ExecContext(ctx, `INSERT INTO gc_test (n) VALUES (1)`)
 		return err
@@ -122,7 +171,7 @@ func TestWriteCancelledWhileItRuns(t *testing.T) {
 func TestWriteAfterClose(t *testing.T) {
 	db := newTestDB(t)
 	db.Close()
-	err := db.inTx(context.Background(), func(ctx context.Context, tx *sqlx.Tx) error { return nil })
+	err := db.inTx(context.Background(), func(ctx context.Context, tx writeTx) error { return nil })
 	if !errors.Is(err, errClosed) {
 		t.Fatalf("err = %v, want errClosed", err)
 	}
@@ -141,7 +190,7 @@ func TestChainHeadOfARolledBackEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	lost := errors.New("the write fails after its event")
-	err := db.inTx(ctx, func(ctx context.Context, tx *sqlx.Tx) error {
+	err := db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
 		if _, _, err := db.appendEvents(ctx, tx, r.ID, "w1", []engine.Event{{Kind: engine.EventModelTurn, Text: "rolled back"}}, t0.Add(lease)); err != nil {
 			return err
 		}

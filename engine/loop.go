@@ -60,7 +60,7 @@ const (
 	FaultModelCall    = "model_call"    // a model call is about to be made
 	FaultWriteStarted = "write_started" // tool_started of a write is committed, the tool has not run
 	FaultWriteDone    = "write_done"    // a write ran, its tool_finished is not recorded yet
-	FaultToolFinished = "tool_finished" // a tool_finished event was just committed
+	FaultToolFinished = "tool_finished" // a tool_finished event was recorded: committed for a write, held back for a read
 	FaultClaimed      = "claimed"       // a decision claimed a run, nothing of it ran yet
 )
 

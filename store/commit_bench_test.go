@@ -27,14 +27,7 @@ func BenchmarkCommitFloor(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
-		tx, err := db.w.BeginTxx(ctx, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO bench_commit (at) VALUES (?)`, i); err != nil {
-			b.Fatal(err)
-		}
-		if err := tx.Commit(); err != nil {
+		if err := db.commitOneRow(ctx, i); err != nil {
 			b.Fatal(err)
 		}
 	}

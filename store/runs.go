@@ -640,8 +640,9 @@ func (r eventRow) event() (engine.Event, error) {
 }
 
 // insertEvent stores ev as event seq of run id, chained into the run's audit
-// record (eventHash): its previous hash costs one primary-key read. An event
-// without a time is stamped with now.
+// record (eventHash): its previous hash comes from the run's chain head, or
+// else costs one primary-key read (prevHash). An event without a time is
+// stamped with now.
 func (db *DB) insertEvent(ctx context.Context, tx writeTx, id string, seq int64, ev engine.Event, now time.Time) error {
 	_, err := db.insertEventAfter(ctx, tx, id, seq, ev, now, "", false)
 	return err

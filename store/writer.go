@@ -248,15 +248,7 @@ func (db *DB) CommitRate(ctx context.Context, n int) (float64, error) {
 	}
 	start := time.Now()
 	for i := range n {
-		tx, err := db.w.BeginTxx(ctx, nil)
-		if err != nil {
-			return 0, fmt.Errorf("commit rate: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO bench_commit (at) VALUES (?)`, i); err != nil {
-			_ = tx.Rollback()
-			return 0, fmt.Errorf("commit rate: %w", err)
-		}
-		if err := tx.Commit(); err != nil {
+		if err := db.commitOneRow(ctx, i); err != nil {
 			return 0, fmt.Errorf("commit rate: %w", err)
 		}
 	}
@@ -265,4 +257,18 @@ func (db *DB) CommitRate(ctx context.Context, n int) (float64, error) {
 		return 0, fmt.Errorf("commit rate: %w", err)
 	}
 	return rate, nil
+}
+
+// commitOneRow is one raw commit of CommitRate: a transaction on the
+// writer connection that inserts row i into bench_commit.
+func (db *DB) commitOneRow(ctx context.Context, i int) error {
+	tx, err := db.w.BeginTxx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO bench_commit (at) VALUES (?)`, i); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
 }

@@ -111,7 +111,12 @@ func TestFailedAttemptsBackOff(t *testing.T) {
 	if s.Tools() != nil {
 		t.Fatal("a server that never came up offers tools")
 	}
-	waitFor(t, "five failed attempts", func() bool { return s.Status().Attempts >= 5 })
+	// The status counts an attempt just before its record is logged, so
+	// wait for the records themselves.
+	waitFor(t, "five failed attempts logged", func() bool { return len(rec.attrs("mcp server down", "retry_in")) >= 5 })
+	if st := s.Status(); st.Attempts < 5 {
+		t.Fatalf("five failures logged but the status counts %d attempts", st.Attempts)
+	}
 	var waits []time.Duration
 	for _, v := range rec.attrs("mcp server down", "retry_in")[:5] {
 		waits = append(waits, v.Duration())
@@ -128,9 +133,7 @@ func TestFailedAttemptsBackOff(t *testing.T) {
 	if st := s.Status(); st.Attempts != 0 || st.Err != "" || len(s.Tools()) != 3 {
 		t.Fatalf("status once up: %+v", st)
 	}
-	if len(rec.attrs("mcp server up", "tools")) == 0 {
-		t.Fatal("coming up was not logged")
-	}
+	waitFor(t, "coming up to be logged", func() bool { return len(rec.attrs("mcp server up", "tools")) > 0 })
 }
 
 func TestCloseEndsCallsAndStops(t *testing.T) {

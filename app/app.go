@@ -314,7 +314,7 @@ func (a *App) purgeLoop(ctx context.Context) {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {
-		n, err := a.DB.PurgeFinishedBefore(ctx, a.cfg.Now().Add(-retention), 500)
+		n, err := a.DB.PurgeFinishedBefore(ctx, a.cfg.Now().Add(-retention), 0)
 		if err != nil && ctx.Err() == nil {
 			log.Error("purge", "err", err)
 		} else if n > 0 {

@@ -304,27 +304,43 @@ func (db *DB) NextLeaseExpiry(ctx context.Context) (time.Time, bool, error) {
 	return t, ok, nil
 }
 
+// purgeStatementTarget is how long one delete of the purge should take. A
+// delete runs on the one write connection and on a core for its whole length:
+// writers queue behind it and a poll that needs that core waits, so the purge
+// keeps each delete about this short, whatever the size of the runs it
+// deletes (issue 7's goal: the poll p99 during a purge under twice idle).
+const purgeStatementTarget = time.Millisecond
+
 // PurgeFinishedBefore deletes terminal runs that finished before cutoff, with
-// their events, batch runs per transaction so that writers waiting on the
-// lock get their turn between batches (readers are never blocked: WAL). It
-// returns how many runs it deleted. A batch of zero or less means 100. The
+// their events, and returns how many runs it deleted. Each transaction is one
+// delete of at most maxBatch runs (zero or less means 500); the batch starts
+// small and follows the time the last delete took per run, so that a delete
+// takes about purgeStatementTarget. The next delete starts no sooner than
+// twice the last one's time after that one started (its commit's sync counts
+// as rest), so the deletes take at most half of a core while people poll and
+// decide; readers are never blocked (WAL). The
 // select is pinned to the retention index so that a batch never scans the
 // whole history.
-func (db *DB) PurgeFinishedBefore(ctx context.Context, cutoff time.Time, batch int) (int, error) {
+func (db *DB) PurgeFinishedBefore(ctx context.Context, cutoff time.Time, maxBatch int) (int, error) {
 	const q = `DELETE FROM agent_run WHERE id IN (
 		SELECT id FROM agent_run INDEXED BY agent_run_finished
 		WHERE finished_at IS NOT NULL AND finished_at < ?
 			AND status IN ('completed', 'failed', 'cancelled')
 		LIMIT ?)`
-	if batch <= 0 {
-		batch = 100
+	if maxBatch <= 0 {
+		maxBatch = 500
 	}
+	batch := min(maxBatch, 16)
 	total := 0
 	for {
 		var n int64
-		start := time.Now()
+		var took time.Duration
+		var ended time.Time
 		err := db.inTx(ctx, func(ctx context.Context, tx writeTx) error {
+			start := time.Now()
 			res, err := tx.ExecContext(ctx, q, millis(cutoff), batch)
+			ended = time.Now()
+			took = ended.Sub(start)
 			if err != nil {
 				return err
 			}
@@ -338,12 +354,23 @@ func (db *DB) PurgeFinishedBefore(ctx context.Context, cutoff time.Time, batch i
 		if n < int64(batch) {
 			return total, nil
 		}
-		// Rest as long as the batch took, so the purge takes at most half
-		// of the writer and of a core while people poll and decide.
+		batch = nextPurgeBatch(batch, maxBatch, took)
 		select {
 		case <-ctx.Done():
 			return total, fmt.Errorf("purge runs: %w", ctx.Err())
-		case <-time.After(time.Since(start)):
+		case <-time.After(time.Until(ended.Add(took))):
 		}
 	}
+}
+
+// nextPurgeBatch is the batch whose delete should take purgeStatementTarget,
+// given that a delete of batch runs took took: in proportion, at most twice
+// the last batch (one fast delete proves little), and between 1 and
+// maxBatch.
+func nextPurgeBatch(batch, maxBatch int, took time.Duration) int {
+	next := 2 * batch
+	if took > 0 {
+		next = min(next, int(int64(batch)*int64(purgeStatementTarget)/int64(took)))
+	}
+	return max(1, min(next, maxBatch))
 }

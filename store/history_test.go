@@ -275,3 +275,25 @@ func TestPurgeFinishedBefore(t *testing.T) {
 		t.Errorf("second purge = %d, %v; want 0", n, err)
 	}
 }
+
+func TestNextPurgeBatchAimsAtTheTarget(t *testing.T) {
+	target := purgeStatementTarget
+	for _, c := range []struct {
+		name            string
+		batch, maxBatch int
+		took            time.Duration
+		want            int
+	}{
+		{"fast deletes double the batch", 16, 500, target / 10, 32},
+		{"no faster than doubling", 100, 500, time.Nanosecond, 200},
+		{"never above the maximum", 400, 500, target / 10, 500},
+		{"on target it stays", 100, 500, target, 100},
+		{"a slow delete shrinks it in proportion", 100, 500, 4 * target, 25},
+		{"never below one run", 10, 500, time.Second, 1},
+		{"an unmeasured delete doubles", 8, 500, 0, 16},
+	} {
+		if got := nextPurgeBatch(c.batch, c.maxBatch, c.took); got != c.want {
+			t.Errorf("%s: nextPurgeBatch(%d, %d, %s) = %d, want %d", c.name, c.batch, c.maxBatch, c.took, got, c.want)
+		}
+	}
+}

@@ -236,7 +236,7 @@ func profile(path string, runs, pollers int, cpuprofile string) error {
 	done := make(chan []kit.Sample)
 	start := time.Now()
 	go func() { done <- kit.Poll(pctx, c, paths, time.Second) }()
-	n, err := p.DB.PurgeFinishedBefore(ctx, time.Now().Add(-time.Hour), 500)
+	n, err := p.DB.PurgeFinishedBefore(ctx, time.Now().Add(-time.Hour), 0)
 	took := time.Since(start)
 	cancel()
 	samples := <-done

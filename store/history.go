@@ -318,9 +318,8 @@ const purgeStatementTarget = time.Millisecond
 // takes about purgeStatementTarget. The next delete starts no sooner than
 // twice the last one's time after that one started (its commit's sync counts
 // as rest), so the deletes take at most half of a core while people poll and
-// decide; readers are never blocked (WAL). The
-// select is pinned to the retention index so that a batch never scans the
-// whole history.
+// decide; readers are never blocked (WAL). The select is pinned to the
+// retention index so that a batch never scans the whole history.
 func (db *DB) PurgeFinishedBefore(ctx context.Context, cutoff time.Time, maxBatch int) (int, error) {
 	const q = `DELETE FROM agent_run WHERE id IN (
 		SELECT id FROM agent_run INDEXED BY agent_run_finished

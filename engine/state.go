@@ -108,11 +108,21 @@ func DecodeState(b []byte) (*SuspendedState, error) {
 			err = errors.New("trailing data")
 		}
 	}
-	if verr := stateVersion(b, s.Version, err == nil); verr != nil {
-		return nil, verr
-	}
 	if err != nil {
+		// A blob of another version may well fail to decode here: say
+		// which version it is rather than what this build does not know.
+		var probe struct {
+			Version *int `json:"version"`
+		}
+		if json.Unmarshal(b, &probe) == nil {
+			if verr := checkVersion(probe.Version); verr != nil {
+				return nil, verr
+			}
+		}
 		return nil, fmt.Errorf("%w: %v", ErrCorruptState, err)
+	}
+	if err := checkVersion(s.Version); err != nil {
+		return nil, err
 	}
 	st := s.SuspendedState
 	st.Version = *s.Version
@@ -122,19 +132,8 @@ func DecodeState(b []byte) (*SuspendedState, error) {
 	return &st, nil
 }
 
-// stateVersion checks the version of blob b: v as decoded when the whole
-// blob decoded (ok), else looked up on its own. A blob that is not even a
-// JSON object is left to the caller's error.
-func stateVersion(b []byte, v *int, ok bool) error {
-	if !ok {
-		var probe struct {
-			Version *int `json:"version"`
-		}
-		if json.Unmarshal(b, &probe) != nil {
-			return nil
-		}
-		v = probe.Version
-	}
+// checkVersion says what is wrong with a blob's version v, if anything.
+func checkVersion(v *int) error {
 	switch {
 	case v == nil:
 		return fmt.Errorf("%w: no version", ErrCorruptState)

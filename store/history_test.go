@@ -274,6 +274,20 @@ func TestPurgeFinishedBefore(t *testing.T) {
 	if n, err := db.PurgeFinishedBefore(ctx, t0.Add(24*time.Hour), 0); err != nil || n != 0 {
 		t.Errorf("second purge = %d, %v; want 0", n, err)
 	}
+
+	// More runs than the first delete takes (16): the batch changes from
+	// one delete to the next, and the purge still ends only once none is
+	// left.
+	for range 50 {
+		old = append(old, finish(t0))
+	}
+	if n, err := db.PurgeFinishedBefore(ctx, t0.Add(24*time.Hour), 0); err != nil || n != 50 {
+		t.Fatalf("purge of 50 = %d, %v; want 50", n, err)
+	}
+	var left int
+	if err := db.db.Get(&left, `SELECT count(*) FROM agent_run WHERE finished_at < ?`, millis(t0.Add(24*time.Hour))); err != nil || left != 0 {
+		t.Errorf("%d old runs left, %v", left, err)
+	}
 }
 
 func TestNextPurgeBatchAimsAtTheTarget(t *testing.T) {
